@@ -1,0 +1,13 @@
+# Image for web, worker and beat (docker-compose.yml). External PostgreSQL and Redis only.
+FROM python:3.12-slim
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DJANGO_SETTINGS_MODULE=config.settings.production
+WORKDIR /app
+COPY pyproject.toml constraints.txt ./
+COPY . .
+RUN pip install -c constraints.txt . && python -m compileall -q . \
+    && useradd --system --home /app agentdesk \
+    && DJANGO_SECRET_KEY=build DJANGO_ALLOWED_HOSTS=x DATABASE_URL=postgres://x@x/x \
+       REDIS_URL=redis://x python manage.py collectstatic --noinput
+USER agentdesk
+EXPOSE 8000
+CMD ["uvicorn", "config.asgi:application", "--host", "0.0.0.0", "--port", "8000"]

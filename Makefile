@@ -1,0 +1,43 @@
+# Two commands for a fresh machine:  `make run`  and  `make test`  (see README.md).
+# Both create .venv with a Python >= 3.12 found on this machine and install pinned dependencies.
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+# The first interpreter >= 3.12 among $PYTHON, python3.13, python3.12, python3 and pyenv's versions.
+FIND_PYTHON := for c in "$$PYTHON" python3.13 python3.12 python3 \
+	$$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV); do \
+	  [ -n "$$c" ] || continue; \
+	  p=$$(command -v "$$c" 2>/dev/null) || continue; \
+	  "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { echo "$$p"; exit 0; }; \
+	done; echo "no Python >= 3.12 found: install one or set PYTHON=/path/to/python3.12" >&2; exit 1
+
+.PHONY: run test lint typecheck pytest venv bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || { py=$$($(FIND_PYTHON)) && echo "creating $(VENV) with $$py" && "$$py" -m venv $(VENV); }
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py up $(ARGS)
+
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy .
+
+pytest: $(STAMP)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+clean:
+	-$(PY) manage.py embedded stop
+	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from core.admin_scoping import (
+    AgencyScopedAdmin,
+    NotFoundIs404Mixin,
+    request_agency,
+    request_membership,
+)
+from core.models import Agency, Membership, Role, Site, User
+
+
+@admin.register(User)
+class AgentDeskUserAdmin(UserAdmin[User]):
+    """Logins are platform-wide: only superusers manage them; agencies manage memberships."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+
+@admin.register(Agency)
+class AgencyAdmin(NotFoundIs404Mixin, admin.ModelAdmin[Agency]):
+    list_display = ["name", "slug", "is_active", "created_at"]
+    list_filter = ["is_active"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["id", "created_at", "updated_at"]
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser or request_membership(request) is not None
+
+    def has_view_permission(self, request: HttpRequest, obj: Agency | None = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj: Agency | None = None) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request: HttpRequest, obj: Agency | None = None) -> bool:
+        membership = request_membership(request)
+        return request.user.is_superuser or (
+            membership is not None and membership.role == Role.ADMIN
+        )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Agency]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        agency = request_agency(request)
+        return queryset.filter(pk=agency.pk) if agency else queryset.none()
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Agency | None = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            fields += ["slug", "is_active"]
+        return fields
+
+
+@admin.register(Site)
+class SiteAdmin(AgencyScopedAdmin):
+    list_display = ["name", "domain", "is_active", "created_at"]
+    list_filter = ["is_active"]
+    search_fields = ["name", "domain"]
+    readonly_fields = ["id", "created_at", "updated_at"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(AgencyScopedAdmin):
+    list_display = ["user", "role", "created_at"]
+    list_filter = ["role"]
+    search_fields = ["user__username", "user__email"]
+    # Only agency admins manage members (issue: "admin manages keys and members").
+    write_roles = frozenset({Role.ADMIN})
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        # Logins are platform-wide: an agency admin picks only among its own members' logins,
+        # so no other agency's usernames are disclosed. Superusers add new members.
+        agency = request_agency(request)
+        if db_field.name == "user" and agency is not None:
+            kwargs["queryset"] = User.objects.filter(membership__agency=agency)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)

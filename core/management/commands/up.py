@@ -1,0 +1,227 @@
+"""``manage.py up``: the whole platform in one process tree, for development and demos.
+
+Starts (or reuses) the embedded PostgreSQL and Redis, migrates, refreshes the runtime role's grants,
+seeds the demo agency, then runs the ASGI web server, a Celery worker and Celery beat as children
+with prefixed log lines. Ctrl-C or SIGTERM stops every child, then the embedded servers this run
+started. A child that exits on its own is reported and restarted (at most 3 times a minute).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from config.env import service_urls
+from core.services import demo_seed
+
+STOP_TIMEOUT_S = 15
+RESTARTS_PER_MINUTE = 3
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen[bytes] | None = None
+    restarts: list[float] = field(default_factory=list)
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the platform: embedded services (unless DATABASE_URL/REDIS_URL are set), migrations, "
+        "demo data, then web (ASGI), Celery worker and Celery beat until Ctrl-C / SIGTERM."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=8000, help="web port (default 8000)")
+        parser.add_argument("--host", default="127.0.0.1", help="web address (default 127.0.0.1)")
+        parser.add_argument("--no-demo", action="store_true", help="do not seed the demo agency")
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=int(os.environ.get("CELERY_WORKER_CONCURRENCY", "16")),
+            help="worker threads (default: CELERY_WORKER_CONCURRENCY or 16)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self._stopping = threading.Event()
+        self._output_lock = threading.Lock()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._on_signal)
+
+        services = service_urls()
+        if services.embedded:
+            self._say(
+                "up",
+                f"embedded services in {settings.BASE_DIR / '.data'} "
+                f"({'started' if services.started_embedded else 'reused'})",
+            )
+        self._say("up", "applying migrations")
+        call_command("migrate", interactive=False, verbosity=0)
+        if not options["no_demo"]:
+            demo_seed()
+            self._say("up", "demo agency seeded")
+
+        children = self._children(options)
+        env = self._child_env(services)
+        try:
+            for child in children:
+                self._start(child, env)
+            self._wait_for_port(options["host"], options["port"])
+            if not self._stopping.is_set():
+                self._banner(options)
+            self._supervise(children, env)
+        finally:
+            self._stop_children(children)
+            if services.started_embedded:
+                from core import embedded  # noqa: PLC0415
+
+                embedded.stop()
+                self._say("up", "embedded PostgreSQL and Redis stopped")
+            self._say("up", "stopped")
+
+    # --- children -------------------------------------------------------------------------------
+    def _children(self, options: dict[str, Any]) -> list[Child]:
+        python = sys.executable
+        return [
+            Child(
+                "web",
+                [
+                    python,
+                    "-m",
+                    "uvicorn",
+                    "config.asgi:application",
+                    "--host",
+                    options["host"],
+                    "--port",
+                    str(options["port"]),
+                    "--lifespan",
+                    "off",
+                ],
+            ),
+            Child(
+                "worker",
+                [
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "config",
+                    "worker",
+                    "--loglevel",
+                    "INFO",
+                    "--pool",
+                    "threads",
+                    "--concurrency",
+                    str(options["concurrency"]),
+                ],
+            ),
+            Child("beat", [python, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO"]),
+        ]
+
+    def _child_env(self, services: Any) -> dict[str, str]:
+        env = dict(os.environ)
+        # Children connect to exactly the servers this process resolved, embedded or not.
+        env.update(
+            DATABASE_URL=services.database,
+            DATABASE_OWNER_URL=services.database_owner,
+            REDIS_URL=services.redis,
+            DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings.base"),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def _start(self, child: Child, env: dict[str, str]) -> None:
+        # A new session: Ctrl-C reaches only this process, which stops children in order.
+        child.process = subprocess.Popen(
+            child.argv,
+            env=env,
+            cwd=settings.BASE_DIR,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        assert child.process.stdout is not None
+        threading.Thread(
+            target=self._pump, args=(child.name, child.process.stdout), daemon=True
+        ).start()
+        self._say("up", f"started {child.name} (pid {child.process.pid})")
+
+    def _pump(self, name: str, stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            self._say(name, raw.decode(errors="replace").rstrip())
+
+    def _supervise(self, children: list[Child], env: dict[str, str]) -> None:
+        while not self._stopping.wait(0.5):
+            for child in children:
+                assert child.process is not None
+                code = child.process.poll()
+                if code is None:
+                    continue
+                self._say("up", f"{child.name} exited unexpectedly with code {code}")
+                now = time.monotonic()
+                child.restarts = [t for t in child.restarts if now - t < 60] + [now]
+                if len(child.restarts) > RESTARTS_PER_MINUTE:
+                    self._say("up", f"{child.name} keeps dying; stopping everything")
+                    self._stopping.set()
+                    raise SystemExit(1)
+                self._start(child, env)
+
+    def _stop_children(self, children: list[Child]) -> None:
+        running = [c for c in children if c.process is not None and c.process.poll() is None]
+        for child in running:
+            assert child.process is not None
+            child.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for child in running:
+            assert child.process is not None
+            try:
+                child.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._say("up", f"{child.name} did not stop in {STOP_TIMEOUT_S} s; killing it")
+                child.process.kill()
+                child.process.wait()
+            self._say("up", f"{child.name} stopped")
+
+    # --- terminal -----------------------------------------------------------------------------
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if not self._stopping.is_set():
+            self._say("up", f"received {signal.Signals(signum).name}, stopping")
+        self._stopping.set()
+
+    def _wait_for_port(self, host: str, port: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self._stopping.is_set():
+            with socket.socket() as sock:
+                sock.settimeout(0.2)
+                if sock.connect_ex((host, port)) == 0:
+                    return
+            time.sleep(0.1)
+
+    def _banner(self, options: dict[str, Any]) -> None:
+        url = f"http://{options['host']}:{options['port']}"
+        lines = [f"AgentDesk is running at {url}/admin/", f"health: {url}/healthz"]
+        if not options["no_demo"]:
+            lines.append(
+                f"demo login: {settings.DEMO_ADMIN_USERNAME} / {settings.DEMO_ADMIN_PASSWORD}"
+            )
+        lines.append("Ctrl-C stops everything")
+        for line in lines:
+            self._say("up", line)
+
+    def _say(self, name: str, line: str) -> None:
+        with self._output_lock:
+            self.stdout.write(f"{name:>6} | {line}")
+            self.stdout.flush()

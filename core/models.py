@@ -1,0 +1,95 @@
+"""Tenancy: agencies (the tenant), their sites, and who belongs to which agency with what role."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+
+
+class User(AbstractUser):
+    """The login. An agency user belongs to one agency through :class:`Membership`."""
+
+
+class Agency(models.Model):
+    """The tenant. Row-level security limits every agency-owned table to one agency at a time."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "agencies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgencyOwnedModel(models.Model):
+    """Base for every row that belongs to an agency; its table must be under row-level security.
+
+    Migrations add the policy with :func:`core.rls.enable_rls`; a catalog test fails for any table
+    with an ``agency_id`` column that lacks ENABLE + FORCE RLS and a policy.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agency = models.ForeignKey(Agency, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Site(AgencyOwnedModel):
+    """A client site of an agency (the seeds' ``site_id``)."""
+
+    name = models.CharField(max_length=200)
+    domain = models.CharField(max_length=253, blank=True)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["agency", "name"], name="core_site_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "Admin"  # manages members, API keys and everything staff can
+    STAFF = "staff", "Staff"  # configures agents and data
+    APPROVER = "approver", "Approver"  # decides approvals, reads the rest
+    VIEWER = "viewer", "Viewer"  # reads
+
+
+class Membership(AgencyOwnedModel):
+    """A user's place in one agency. The tenant of a request comes from here, never from input."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.STAFF)
+
+    class Meta:
+        ordering = ["created_at"]  # not via related tables: their rows may be hidden by RLS
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(role__in=Role.values), name="core_membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.agency} ({self.role})"
+
+    @property
+    def can_write(self) -> bool:
+        return self.role in {Role.ADMIN, Role.STAFF}

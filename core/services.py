@@ -1,0 +1,60 @@
+"""Writers for tenancy data and platform set-up."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connections, transaction
+from django.utils.text import slugify
+
+from core import db_roles, tenancy
+from core.models import Agency, Membership, Role, Site, User
+
+
+def conninfo(alias: str) -> str:
+    """A libpq connection string for a configured database alias (for plain psycopg work)."""
+    return db_roles.conninfo_from_settings(connections[alias].settings_dict)
+
+
+def database_grant_runtime() -> None:
+    """Grant the runtime role (``default`` alias) data access to every table; run as the owner."""
+    runtime = settings.DATABASES["default"]["USER"]
+    if runtime == settings.DATABASES["owner"]["USER"]:
+        return  # a single-role deployment (not recommended): nothing to grant
+    db_roles.grant_runtime(conninfo("owner"), runtime=runtime)
+
+
+def agency_create(*, name: str, slug: str | None = None) -> Agency:
+    """Create an agency with a default site. Platform-wide: runs outside any one tenant."""
+    with tenancy.platform_context():
+        agency = Agency.objects.create(name=name, slug=slug or slugify(name))
+        Site.objects.create(agency=agency, name=f"{name} main site")
+    return agency
+
+
+def membership_add(*, agency: Agency, user: User, role: str = Role.STAFF) -> Membership:
+    with tenancy.agency_context(agency.id):
+        return Membership.objects.create(agency=agency, user=user, role=role)
+
+
+DEMO_AGENCY_SLUG = "demo-agency"
+
+
+@transaction.atomic
+def demo_seed() -> tuple[Agency, User]:
+    """The demo agency and its admin login (idempotent: refreshes the password every time)."""
+    username = settings.DEMO_ADMIN_USERNAME
+    with tenancy.platform_context():
+        agency = Agency.objects.filter(slug=DEMO_AGENCY_SLUG).first()
+        if agency is None:
+            agency = agency_create(name="Demo Agency", slug=DEMO_AGENCY_SLUG)
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            user = User(username=username, email=f"{username}@example.com")
+        user.is_staff = True
+        user.is_active = True
+        user.set_password(settings.DEMO_ADMIN_PASSWORD)
+        user.save()
+        Membership.objects.update_or_create(
+            user=user, defaults={"agency": agency, "role": Role.ADMIN}
+        )
+    return agency, user

@@ -1,0 +1,124 @@
+"""The one place that tells PostgreSQL whose rows a transaction may touch.
+
+Row-level security policies (:mod:`core.rls`) read three transaction-local settings:
+``app.agency_id`` (the tenant), ``app.all_agencies`` (superusers and platform-wide jobs) and
+``app.user_id`` (only to find a user's own membership). They are set here and nowhere else:
+
+* per request by :class:`core.middleware.TenantMiddleware`, from the user's membership;
+* per Celery task by :class:`TenantTask`, from the agency of the object the task was enqueued for;
+* per websocket message by the consumers, from the connection's authenticated user.
+
+Never from request input. Settings are transaction-local (``set_config(..., true)``), so they
+cannot leak to the next user of a pooled connection.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Task
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+
+
+@dataclass(frozen=True)
+class TenantContext:
+    agency_id: uuid.UUID | None = None
+    all_agencies: bool = False
+    user_id: int | None = None
+
+
+NO_TENANT = TenantContext()
+_current: contextvars.ContextVar[TenantContext] = contextvars.ContextVar(
+    "agentdesk_tenant", default=NO_TENANT
+)
+
+
+def current() -> TenantContext:
+    """The tenant context of the innermost :func:`tenant_context` block of this thread/task."""
+    return _current.get()
+
+
+def current_agency_id() -> uuid.UUID | None:
+    return _current.get().agency_id
+
+
+def _apply(context: TenantContext, using: str) -> None:
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('app.agency_id', %s, true),"
+            " set_config('app.all_agencies', %s, true),"
+            " set_config('app.user_id', %s, true)",
+            [
+                str(context.agency_id) if context.agency_id else "",
+                "on" if context.all_agencies else "",
+                str(context.user_id) if context.user_id is not None else "",
+            ],
+        )
+
+
+@contextmanager
+def tenant_context(
+    *,
+    agency_id: uuid.UUID | str | None = None,
+    all_agencies: bool = False,
+    user_id: int | None = None,
+    using: str = DEFAULT_DB_ALIAS,
+) -> Iterator[TenantContext]:
+    """Run the block in a transaction whose queries see one agency (or all, or none).
+
+    Opens ``transaction.atomic`` (a savepoint when nested) and restores the outer context on exit,
+    so nested blocks — a platform job acting for one agency, say — behave as expected.
+    """
+    context = TenantContext(
+        agency_id=uuid.UUID(str(agency_id)) if agency_id else None,
+        all_agencies=all_agencies,
+        user_id=user_id,
+    )
+    outer = _current.get()
+    token = _current.set(context)
+    try:
+        with transaction.atomic(using=using):
+            _apply(context, using)
+            try:
+                yield context
+            finally:
+                # The transaction may live on (a savepoint inside an outer block): put the outer
+                # context back on the connection unless the transaction is already broken.
+                if outer != context and not connections[using].needs_rollback:
+                    _apply(outer, using)
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def agency_context(agency_id: uuid.UUID | str, *, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Shorthand: the block sees exactly one agency's rows."""
+    with tenant_context(agency_id=agency_id, using=using):
+        yield
+
+
+@contextmanager
+def platform_context(*, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """The block sees every agency: superusers' requests, platform jobs (seeding, reaper)."""
+    with tenant_context(all_agencies=True, using=using):
+        yield
+
+
+class TenantTask(Task):
+    """Celery task base: ``agency_id`` (keyword, required) scopes the whole task to that agency.
+
+    The enqueuer passes the agency of the object the task is for, read from the database; the task
+    re-fetches its objects inside the context, so an id from another agency is simply not found.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        agency_id = kwargs.pop("agency_id", None)
+        if not agency_id:
+            raise TypeError(f"{self.name} needs agency_id=... to set its tenant")
+        with agency_context(agency_id):
+            return super().__call__(*args, **kwargs)

@@ -1,0 +1,53 @@
+"""Test session set-up: the embedded (or configured) PostgreSQL and Redis, a fresh test database
+created by the owner role and migrated as the owner, and tests running as the runtime role."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from psycopg import sql
+
+from config.env import service_urls
+from core import db_roles
+
+
+def _create_test_database() -> None:
+    owner = settings.DATABASES["owner"]
+    name = owner["NAME"]
+    urls = service_urls()
+    if urls.database_admin:
+        db_roles.bootstrap(
+            urls.database_admin,
+            database=name,
+            owner=owner["USER"],
+            runtime=settings.DATABASES["default"]["USER"],
+        )
+    maintenance = db_roles.with_database(db_roles.conninfo_from_settings(owner), "postgres")
+    with psycopg.connect(maintenance, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(name), sql.Identifier(owner["USER"])
+            )
+        )
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_blocker: Any) -> None:
+    with django_db_blocker.unblock():
+        _create_test_database()
+        call_command("migrate", interactive=False, verbosity=0)  # as the owner, then grants
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the embedded servers if this test run started them (a running `make run` keeps its)."""
+    if service_urls().started_embedded:
+        from core import embedded
+
+        embedded.stop()

@@ -1,0 +1,186 @@
+"""The embedded services and `manage.py up`, run as real subprocesses on a private data folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from core import embedded
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(
+        AGENTDESK_DATA_DIR=str(data_dir),
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _processes_using(data_dir: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if str(data_dir) in cmdline:
+            found.append(proc)
+    return found
+
+
+def _stop_embedded(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTDESK_DATA_DIR", str(data_dir))
+    embedded.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_two_processes_starting_at_once_get_one_postgres_and_one_redis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "data"
+    code = (
+        "from core import embedded; s = embedded.ensure_running();"
+        " print(s.postgres_pid, s.redis_pid, s.redis_port)"
+    )
+    try:
+        starters = [
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                cwd=ROOT,
+                env=_env(data_dir),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        outputs = [p.communicate(timeout=120) for p in starters]
+        assert [p.returncode for p in starters] == [0, 0], outputs
+        first, second = (out.strip() for out, _ in outputs)
+        assert first == second
+        postmasters = [
+            p
+            for p in _processes_using(data_dir)
+            if p.name() == "postgres"
+            and p.ppid() not in {q.pid for q in _processes_using(data_dir)}
+        ]
+        redis_servers = [p for p in _processes_using(data_dir) if "redis" in p.name()]
+        assert len(postmasters) == 1
+        assert len(redis_servers) <= 1  # redis-server's argv shows its address, not the folder
+        monkeypatch.setenv("AGENTDESK_DATA_DIR", str(data_dir))
+        pids = embedded.running_pids()
+        assert pids["postgres"] == postmasters[0].pid
+        assert pids["redis"] == int(first.split()[1])
+        assert psutil.Process(pids["redis"]).is_running()
+    finally:
+        _stop_embedded(data_dir, monkeypatch)
+    assert embedded.running_pids() == {"postgres": None, "redis": None}
+
+
+def test_up_serves_health_and_admin_and_sigterm_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "data"
+    port = _free_port()
+    up = subprocess.Popen(
+        [sys.executable, "manage.py", "up", "--port", str(port), "--concurrency", "2"],
+        cwd=ROOT,
+        env=_env(data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    output: list[str] = []
+    try:
+        health = None
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline and up.poll() is None:
+            try:
+                health = httpx.get(f"{base}/healthz", timeout=5)
+                if health.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        assert health is not None, "web server never answered"
+        assert health.status_code == 200, health.text
+        assert health.json()["down"] == []
+        assert set(health.json()["checks"]) == {"database", "redis", "celery"}
+
+        with httpx.Client(base_url=base, timeout=10) as client:
+            login = client.get("/admin/login/")
+            assert login.status_code == 200
+            assert "Username" in login.text
+            # The demo login printed by `up` works.
+            response = client.post(
+                "/admin/login/",
+                data={
+                    "username": "demo",
+                    "password": "demo-agentdesk",
+                    "csrfmiddlewaretoken": client.cookies["csrftoken"],
+                    "next": "/admin/",
+                },
+            )
+            assert response.status_code == 302
+            assert client.get("/admin/").status_code == 200
+
+        children = psutil.Process(up.pid).children(recursive=True)
+        assert len(children) >= 3
+        embedded_pids = [pid for pid in _embedded_pids(data_dir, monkeypatch) if pid]
+        assert len(embedded_pids) == 2
+
+        up.send_signal(signal.SIGTERM)
+        out, _ = up.communicate(timeout=90)
+        output.append(out)
+        assert up.returncode == 0, out
+        assert "demo login: demo / demo-agentdesk" in out
+        assert f"{base}/admin/" in out
+        for line in ("web stopped", "worker stopped", "beat stopped", "embedded PostgreSQL"):
+            assert line in out
+        time.sleep(0.5)
+        assert [c.pid for c in children if _alive(c)] == []
+        assert [pid for pid in embedded_pids if psutil.pid_exists(pid) and _alive_pid(pid)] == []
+    finally:
+        if up.poll() is None:
+            up.kill()
+            output.append(up.communicate()[0])
+        _stop_embedded(data_dir, monkeypatch)
+
+
+def _embedded_pids(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    monkeypatch.setenv("AGENTDESK_DATA_DIR", str(data_dir))
+    try:
+        return list(embedded.running_pids().values())
+    finally:
+        monkeypatch.delenv("AGENTDESK_DATA_DIR")
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _alive_pid(pid: int) -> bool:
+    try:
+        return _alive(psutil.Process(pid))
+    except psutil.NoSuchProcess:
+        return False
