@@ -3,8 +3,10 @@ created by the owner role and migrated as the owner, and tests running as the ru
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 from django.conf import settings
@@ -13,6 +15,25 @@ from psycopg import sql
 
 from config.env import service_urls
 from core import db_roles
+
+
+def _maintenance_conninfo() -> str:
+    owner = settings.DATABASES["owner"]
+    return db_roles.with_database(db_roles.conninfo_from_settings(owner), "postgres")
+
+
+def _drop_stale_test_databases(conn: psycopg.Connection[Any]) -> None:
+    """Drop test databases of earlier runs whose process is gone (a crashed or killed run)."""
+    prefix = settings.TEST_DATABASE_PREFIX
+    rows = conn.execute(
+        "SELECT datname FROM pg_database WHERE datname LIKE %s", [prefix + "%"]
+    ).fetchall()
+    for (name,) in rows:
+        pid = name.removeprefix(prefix)
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def _create_test_database() -> None:
@@ -46,8 +67,19 @@ def django_db_setup(django_db_blocker: Any) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the embedded servers if this test run started them (a running `make run` keeps its)."""
-    if service_urls().started_embedded:
+    """Drop this run's database; on CI, also stop the embedded servers if this run started them.
+
+    On a developer machine they stay up: another test run or `make run` may be using them.
+    """
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(_maintenance_conninfo(), autocommit=True) as conn:
+        name = settings.DATABASES["owner"]["NAME"]
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+    if os.environ.get("CI") and service_urls().started_embedded:
         from core import embedded
 
         embedded.stop()

@@ -1,13 +1,17 @@
-"""Test settings: the same services as development, a separate database, fast password hashing."""
+"""Test settings: the same services as development, a private database, fast password hashing."""
+
+import os
 
 from config.settings.base import *  # noqa: F403
 from config.settings.base import DATABASES
 
-# pytest's session fixture (tests/conftest.py) creates this database as the owner and migrates it.
+# One database per test run, so that parallel runs on one machine do not drop each other's.
+# Subprocesses (a Celery worker, `manage.py up`) inherit the name through the environment.
+TEST_DATABASE_PREFIX = "agentdesk_test_"
+os.environ.setdefault("AGENTDESK_TEST_DB", f"{TEST_DATABASE_PREFIX}{os.getpid()}")
 for _alias in ("default", "owner"):
-    DATABASES[_alias]["NAME"] = "agentdesk_test"
+    DATABASES[_alias]["NAME"] = os.environ["AGENTDESK_TEST_DB"]
     DATABASES[_alias]["CONN_MAX_AGE"] = 0
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 WHITENOISE_AUTOREFRESH = True
