@@ -18,6 +18,10 @@ from core import db_roles
 
 
 def _maintenance_conninfo() -> str:
+    """The superuser when one is configured (it may end other roles' sessions), else the owner."""
+    admin = service_urls().database_admin
+    if admin:
+        return db_roles.with_database(admin, "postgres")
     owner = settings.DATABASES["owner"]
     return db_roles.with_database(db_roles.conninfo_from_settings(owner), "postgres")
 

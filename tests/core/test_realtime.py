@@ -1,0 +1,56 @@
+"""Broadcasts reach Channels groups through real Redis, only after the transaction commits."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from core import realtime
+
+pytestmark = pytest.mark.django_db(transaction=False)
+
+
+async def _receive(layer: Any, channel: str, timeout: float = 3.0) -> dict[str, Any] | None:
+    try:
+        return await asyncio.wait_for(layer.receive(channel), timeout)
+    except TimeoutError:
+        return None
+
+
+def test_broadcast_is_sent_after_commit_and_dropped_on_rollback(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    async def scenario() -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add("execution.test-rt", channel)
+        try:
+
+            def rolled_back() -> None:
+                try:
+                    with transaction.atomic():
+                        realtime.broadcast_on_commit(["execution.test-rt"], {"type": "x", "n": 1})
+                        raise RuntimeError("roll back")
+                except RuntimeError:
+                    pass
+
+            def committed() -> None:
+                with django_capture_on_commit_callbacks(execute=True):
+                    realtime.broadcast_on_commit(["execution.test-rt"], {"type": "x", "n": 2})
+                realtime.flush()
+
+            await asyncio.to_thread(rolled_back)
+            await asyncio.to_thread(committed)
+            first = await _receive(layer, channel)
+            second = await _receive(layer, channel, timeout=0.5)
+            return first, second
+        finally:
+            await layer.group_discard("execution.test-rt", channel)
+
+    first, second = asyncio.run(scenario())
+    assert first == {"type": "x", "n": 2}
+    assert second is None
