@@ -1,0 +1,137 @@
+"""The provider interface the runtime calls, with the retry loop every provider shares."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from agents.llm.errors import LLMError
+from agents.llm.retry import backoff_delay
+from agents.llm.types import (
+    Completion,
+    Message,
+    ProviderConfig,
+    ProviderKind,
+    StreamEvent,
+    ToolDefinition,
+)
+
+Sleep = Callable[[float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...]
+    model: str
+    temperature: float | None
+    max_tokens: int
+    started: float  # time.monotonic() when the caller asked; latency counts the retries too
+
+
+class Provider(ABC):
+    """One configured model endpoint. Thread-safe: one instance serves concurrent executions."""
+
+    kind: ProviderKind
+
+    def __init__(self, config: ProviderConfig, *, api_key: str, sleep: Sleep = time.sleep) -> None:
+        self.config = config
+        self._api_key = api_key
+        self._sleep = sleep
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """One model turn with the tools offered. Raises only `LLMError` subclasses."""
+        request = self._request(messages, tools, model, temperature, max_tokens)
+        attempt = 1
+        while True:
+            try:
+                return self._complete_once(request, attempt)
+            except Exception as exc:
+                error = self._classify(exc)
+                if error is None:
+                    raise
+                self._retry_or_raise(error, exc, attempt)
+            attempt += 1
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Deltas as they arrive, then a `StreamDone` carrying the whole `Completion`.
+
+        A failure before the first event is retried like `complete`; once events went out to the
+        caller, a failure raises at once (a retry would replay text the caller already forwarded).
+        """
+        request = self._request(messages, tools, model, temperature, max_tokens)
+        attempt = 1
+        while True:
+            forwarded = False
+            try:
+                for event in self._stream_once(request, attempt):
+                    forwarded = True
+                    yield event
+                return
+            except Exception as exc:
+                error = self._classify(exc)
+                if error is None:
+                    raise
+                if forwarded:
+                    error.attempts = attempt
+                    raise error from exc
+                self._retry_or_raise(error, exc, attempt)
+            attempt += 1
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing to close
+        """Release the HTTP connection pool."""
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        model: str | None,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> CompletionRequest:
+        return CompletionRequest(
+            messages=tuple(messages),
+            tools=tuple(tools),
+            model=model or self.config.model,
+            temperature=temperature,
+            max_tokens=max_tokens or self.config.default_max_tokens,
+            started=time.monotonic(),
+        )
+
+    def _retry_or_raise(self, error: LLMError, cause: Exception, attempt: int) -> None:
+        error.attempts = attempt
+        if not error.retryable or attempt > self.config.max_retries:
+            raise error from cause
+        self._sleep(backoff_delay(self.config, attempt=attempt, retry_after=error.retry_after))
+
+    @staticmethod
+    def elapsed_ms(request: CompletionRequest) -> float:
+        return (time.monotonic() - request.started) * 1000
+
+    @abstractmethod
+    def _complete_once(self, request: CompletionRequest, attempt: int) -> Completion: ...
+
+    @abstractmethod
+    def _stream_once(self, request: CompletionRequest, attempt: int) -> Iterator[StreamEvent]: ...
+
+    @abstractmethod
+    def _classify(self, exc: Exception) -> LLMError | None:
+        """The typed error for an SDK exception, or None to let an unexpected exception through."""

@@ -1,0 +1,88 @@
+"""Provider construction: key resolution and one shared client per configuration."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from agents.llm.base import Provider, Sleep
+from agents.llm.errors import LLMConfigurationError, missing_key_error
+from agents.llm.types import ProviderConfig
+
+ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# Local OpenAI-compatible servers ignore the key, but the SDK refuses to build a client without one.
+LOCAL_PLACEHOLDER_KEY = "not-needed"
+
+_cache: dict[tuple[ProviderConfig, str], Provider] = {}
+_cache_lock = threading.Lock()
+
+
+def resolve_api_key(config: ProviderConfig) -> str:
+    """The key to send: the configured one, else the environment's; raises before any request."""
+    if config.kind == "openai_compatible":
+        if not config.base_url:
+            raise LLMConfigurationError(
+                "The OpenAI-compatible provider needs a base URL (for Ollama "
+                "http://localhost:11434/v1): set it on the agency's LLM provider in admin.",
+                provider=config.kind,
+            )
+        # Never the environment's OPENAI_API_KEY: it would be sent to a third-party server.
+        return config.api_key or LOCAL_PLACEHOLDER_KEY
+    if config.api_key:
+        return config.api_key
+    env_var = ENV_KEYS[config.kind]
+    key = os.environ.get(env_var, "").strip()
+    if not key:
+        raise missing_key_error(config.kind, env_var)
+    return key
+
+
+def get_provider(config: ProviderConfig, *, sleep: Sleep | None = None) -> Provider:
+    """The provider for `config`, shared by every caller with the same configuration and key.
+
+    Building an SDK client costs an SSL context and a connection pool, far more than a step's
+    budget, so clients are kept per (config, key). `sleep` replaces the backoff's sleeping; with
+    it the provider is built fresh and not shared.
+    """
+    if config.kind not in ("openai", "anthropic", "openai_compatible"):
+        raise LLMConfigurationError(
+            f"Unknown LLM provider kind {config.kind!r}", provider=config.kind
+        )
+    if not config.model:
+        raise LLMConfigurationError(
+            f"No model configured for the {config.kind} provider: set the default model on the "
+            "agency's LLM provider or on the agent.",
+            provider=config.kind,
+        )
+    api_key = resolve_api_key(config)
+    if sleep is not None:
+        return _build(config, api_key, sleep)
+    with _cache_lock:
+        provider = _cache.get((config, api_key))
+        if provider is None:
+            provider = _cache[(config, api_key)] = _build(config, api_key, None)
+        return provider
+
+
+def clear_provider_cache() -> None:
+    """Close and forget the shared providers (after a key rotation, or in a forked child)."""
+    with _cache_lock:
+        providers = list(_cache.values())
+        _cache.clear()
+    for provider in providers:
+        provider.close()
+
+
+def _build(config: ProviderConfig, api_key: str, sleep: Sleep | None) -> Provider:
+    # Each SDK takes about a second to import; load only the one this configuration uses.
+    if config.kind == "anthropic":
+        from agents.llm.anthropic_provider import AnthropicProvider  # noqa: PLC0415
+
+        provider_class: type[Provider] = AnthropicProvider
+    else:
+        from agents.llm.openai_provider import OpenAIProvider  # noqa: PLC0415
+
+        provider_class = OpenAIProvider
+    if sleep is None:
+        return provider_class(config, api_key=api_key)
+    return provider_class(config, api_key=api_key, sleep=sleep)

@@ -1,0 +1,15 @@
+"""Shared by the gateway tests (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agents.llm.base import Provider
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.types import ProviderKind
+
+MakeProvider = Callable[..., Provider]
+
+
+def base_url(server: FakeProviderServer, kind: ProviderKind) -> str:
+    return server.anthropic_base_url if kind == "anthropic" else server.openai_base_url

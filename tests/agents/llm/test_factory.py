@@ -1,0 +1,102 @@
+"""Key resolution and provider construction."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from agents.llm.factory import LOCAL_PLACEHOLDER_KEY, clear_provider_cache, get_provider
+from agents.llm.fake_server import FakeProviderServer, text_reply
+from agents.llm.types import LLMConfigurationError, Message, ProviderConfig, ProviderKind
+from tests.agents.llm.helpers import base_url
+
+ENV_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+KINDS: list[ProviderKind] = ["openai", "anthropic"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_missing_key_fails_before_any_request_and_says_what_to_configure(
+    kind: ProviderKind, fake_llm: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ENV_VARS[kind], raising=False)
+    config = ProviderConfig(kind=kind, model="fake-model", base_url=base_url(fake_llm, kind))
+
+    with pytest.raises(LLMConfigurationError) as caught:
+        get_provider(config).complete([Message.user("hi")])
+
+    message = str(caught.value)
+    assert ENV_VARS[kind] in message
+    assert "agency's LLM provider" in message
+    assert caught.value.code == "llm_not_configured"
+    assert fake_llm.request_count == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_key_comes_from_the_environment_when_the_config_has_none(
+    kind: ProviderKind, fake_llm: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_VARS[kind], f"env-{kind}-key")
+    fake_llm.enqueue(text_reply("ok"))
+    config = ProviderConfig(kind=kind, model="fake-model", base_url=base_url(fake_llm, kind))
+
+    provider = get_provider(config)
+    try:
+        provider.complete([Message.user("hi")])
+    finally:
+        clear_provider_cache()
+
+    assert fake_llm.requests[0].api_key == f"env-{kind}-key"
+
+
+def test_openai_compatible_server_works_without_a_key_and_never_gets_the_openai_key(
+    fake_llm: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "the-real-openai-key")
+    fake_llm.enqueue(text_reply("local model says hi"))
+    config = ProviderConfig(
+        kind="openai_compatible", model="llama3.2", base_url=fake_llm.openai_base_url
+    )
+
+    provider = get_provider(config)
+    try:
+        completion = provider.complete([Message.user("hi")], max_tokens=64)
+    finally:
+        clear_provider_cache()
+
+    assert completion.text == "local model says hi"
+    assert completion.provider == "openai_compatible"
+    request = fake_llm.requests[0]
+    assert request.api_key == LOCAL_PLACEHOLDER_KEY
+    assert request.model == "llama3.2"
+    # Local servers (Ollama, llama.cpp) read max_tokens, not OpenAI's newer max_completion_tokens.
+    assert request.body["max_tokens"] == 64
+    assert "max_completion_tokens" not in request.body
+
+
+def test_openai_compatible_without_base_url_is_a_configuration_error() -> None:
+    with pytest.raises(LLMConfigurationError, match="base URL"):
+        get_provider(ProviderConfig(kind="openai_compatible", model="llama3.2"))
+
+
+def test_missing_model_is_a_configuration_error() -> None:
+    with pytest.raises(LLMConfigurationError, match="No model configured"):
+        get_provider(ProviderConfig(kind="openai", model="", api_key="k"))
+
+
+def test_providers_are_shared_per_configuration(fake_llm: FakeProviderServer) -> None:
+    config = ProviderConfig(
+        kind="openai", model="m", api_key="k", base_url=fake_llm.openai_base_url
+    )
+    try:
+        first = get_provider(config)
+        assert get_provider(config) is first
+        assert get_provider(dataclasses.replace(config, api_key="other")) is not first
+    finally:
+        clear_provider_cache()
+
+
+def test_api_key_stays_out_of_the_config_repr() -> None:
+    config = ProviderConfig(kind="anthropic", model="m", api_key="sk-secret")
+
+    assert "sk-secret" not in repr(config)

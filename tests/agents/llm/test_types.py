@@ -1,0 +1,98 @@
+"""The gateway's values and retry arithmetic, without a server."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import pytest
+
+from agents.llm.retry import backoff_delay, parse_retry_after
+from agents.llm.types import Message, ProviderConfig, ToolCall, Usage
+
+
+def test_tool_call_parses_an_object() -> None:
+    call = ToolCall.from_raw(id="c1", name="t", raw_arguments='{"id": 42}')
+
+    assert call.arguments == {"id": 42}
+    assert call.arguments_error is None
+
+
+def test_tool_call_with_empty_arguments_means_no_arguments() -> None:
+    call = ToolCall.from_raw(id="c1", name="t", raw_arguments="")
+
+    assert call.arguments == {}
+    assert call.arguments_error is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [('{"id": ', "not valid JSON"), ("[1, 2]", "must be a JSON object, got list")],
+)
+def test_tool_call_keeps_bad_arguments_with_an_error(raw: str, error: str) -> None:
+    call = ToolCall.from_raw(id="c1", name="t", raw_arguments=raw)
+
+    assert call.arguments == {}
+    assert call.raw_arguments == raw
+    assert call.arguments_error is not None
+    assert error in call.arguments_error
+
+
+def test_messages_round_trip_through_their_persisted_form() -> None:
+    call = ToolCall.from_raw(id="c1", name="crm_get_contact", raw_arguments='{"id": 4')
+    messages = [
+        Message.system("sys"),
+        Message.user("hi"),
+        Message.assistant("looking", (call,)),
+        Message.tool_result("c1", "bad arguments", is_error=True),
+    ]
+
+    restored = [Message.from_dict(m.to_dict()) for m in messages]
+
+    assert restored == messages
+    assert restored[2].tool_calls[0].arguments_error is not None
+
+
+def test_usage_adds_up_and_totals_include_cache_tokens() -> None:
+    total = Usage(10, 2, 100, 5) + Usage(1, 1, 0, 0)
+
+    assert total == Usage(
+        input_tokens=11, output_tokens=3, cache_read_tokens=100, cache_write_tokens=5
+    )
+    assert total.total_input_tokens == 116
+    assert total.total_tokens == 119
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "7"}, 7.0),
+        ({"retry-after": "0.5"}, 0.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_header_is_parsed(headers: dict[str, str], expected: float | None) -> None:
+    assert parse_retry_after(headers) == expected
+
+
+def test_retry_after_as_an_http_date() -> None:
+    later = email.utils.formatdate(time.time() + 20, usegmt=True)
+
+    seconds = parse_retry_after({"retry-after": later})
+
+    assert seconds is not None
+    assert 15 < seconds <= 20
+
+
+def test_backoff_prefers_retry_after_capped_then_doubles_up_to_the_max() -> None:
+    config = ProviderConfig(
+        kind="openai", model="m", backoff_base=1.0, backoff_max=3.0, retry_after_cap=30.0
+    )
+
+    assert backoff_delay(config, attempt=1, retry_after=12.0) == 12.0
+    assert backoff_delay(config, attempt=1, retry_after=300.0) == 30.0
+    assert 0.75 <= backoff_delay(config, attempt=1, retry_after=None) <= 1.0
+    assert 1.5 <= backoff_delay(config, attempt=2, retry_after=None) <= 2.0
+    assert 2.25 <= backoff_delay(config, attempt=5, retry_after=None) <= 3.0
