@@ -155,6 +155,10 @@ REST_FRAMEWORK = {
 DEMO_ADMIN_USERNAME = env.str("AGENTDESK_DEMO_USERNAME", default="demo")
 DEMO_ADMIN_PASSWORD = env.str("AGENTDESK_DEMO_PASSWORD", default="demo-agentdesk")
 
+# --- Tools ----------------------------------------------------------------------------------------
+# web_search provider: registered name or dotted path; empty = search off (tools/web_search.py).
+AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
