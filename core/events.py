@@ -1,0 +1,80 @@
+"""The event bus: every platform event and every ``ai.*`` event is a row in the event log, and
+agents subscribed to its type are started once the row is committed."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from core.exceptions import ApplicationError
+from core.models import EVENT_TYPE_REGEX, ActorType, Event
+
+DISPATCH_TASK = "agents.dispatch_event"
+_EVENT_TYPE = re.compile(EVENT_TYPE_REGEX)
+
+
+def event_emit(
+    *,
+    agency_id: uuid.UUID,
+    event_type: str,
+    payload: dict[str, Any] | None = None,
+    site_id: uuid.UUID | None = None,
+    source_module: str = "",
+    source_entity_type: str = "",
+    source_entity_id: str = "",
+    actor_type: str = ActorType.SYSTEM,
+    actor_user_id: int | None = None,
+    actor_id: str = "",
+    idempotency_key: str = "",
+    dispatch: bool = True,
+) -> Event:
+    """Record an event and, after commit, dispatch it to subscribed agents.
+
+    Runs in the caller's transaction and tenant (the agency must be the current tenant). With an
+    ``idempotency_key`` already used by this agency, returns the existing event and dispatches
+    nothing again.
+    """
+    if not _EVENT_TYPE.match(event_type):
+        raise ApplicationError(
+            "invalid_event_type",
+            f"event type {event_type!r} must look like 'module.entity.action' "
+            "(lowercase letters, digits and underscores, dot-separated)",
+        )
+    if idempotency_key:
+        existing = Event.objects.filter(agency_id=agency_id, idempotency_key=idempotency_key)
+        found = existing.first()
+        if found is not None:
+            return found
+    try:
+        with transaction.atomic():
+            event = Event.objects.create(
+                agency_id=agency_id,
+                site_id=site_id,
+                event_type=event_type,
+                payload=payload or {},
+                source_module=source_module,
+                source_entity_type=source_entity_type,
+                source_entity_id=source_entity_id,
+                actor_type=actor_type,
+                actor_user_id=actor_user_id,
+                actor_id=actor_id,
+                idempotency_key=idempotency_key,
+            )
+    except IntegrityError:
+        # A concurrent emit with the same key won the race: that event stands.
+        found = Event.objects.filter(agency_id=agency_id, idempotency_key=idempotency_key).first()
+        if found is None:
+            raise
+        return found
+    if dispatch:
+        transaction.on_commit(lambda: _dispatch(event.id, agency_id))
+    return event
+
+
+def _dispatch(event_id: uuid.UUID, agency_id: uuid.UUID) -> None:
+    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
+
+    app.send_task(DISPATCH_TASK, args=[str(event_id)], kwargs={"agency_id": str(agency_id)})
