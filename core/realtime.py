@@ -20,9 +20,6 @@ from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
-_STOP = object()
-
-
 def execution_group(execution_id: uuid.UUID | str) -> str:
     return f"execution.{execution_id}"
 
@@ -60,26 +57,33 @@ class _Publisher:
                 self._thread.start()
 
     def _run(self) -> None:
-        asyncio.run(self._loop())
-
-    async def _loop(self) -> None:
+        # Block on the queue in this daemon thread (an executor thread would keep the process
+        # from exiting), then send everything queued so far in one pass of the event loop.
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)  # the pub/sub layer looks the loop up
         layer = get_channel_layer()
-        loop = asyncio.get_running_loop()
         while True:
-            item = await loop.run_in_executor(None, self._queue.get)
-            if item is _STOP:
-                return
-            if isinstance(item, threading.Event):
-                item.set()
-                continue
-            groups, message = item
-            if layer is None:
-                continue
-            for group in groups:
-                try:
-                    await layer.group_send(group, message)
-                except Exception:  # a lost live update must never break the sender
-                    logger.exception("broadcast to %s failed", group)
+            batch = [self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            sends = []
+            for item in batch:
+                if isinstance(item, threading.Event):
+                    continue
+                groups, message = item
+                sends += [self._send(layer, group, message) for group in groups]
+            if sends and layer is not None:
+                loop.run_until_complete(asyncio.gather(*sends))
+            for item in batch:
+                if isinstance(item, threading.Event):
+                    item.set()
+
+    @staticmethod
+    async def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
+        try:
+            await layer.group_send(group, message)
+        except Exception:  # a lost live update must never break the sender
+            logger.exception("broadcast to %s failed", group)
 
 
 _publisher = _Publisher()

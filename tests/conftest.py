@@ -87,3 +87,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from core import embedded
 
         embedded.stop()
+
+
+@pytest.fixture
+def live_db(django_db_setup: None, django_db_blocker: Any) -> Any:
+    """Database access with real commits, for work that other processes (a Celery worker) must
+    see. No rollback afterwards: each test isolates itself by creating its own agencies."""
+    with django_db_blocker.unblock():
+        yield
+        from django.db import connections
+
+        connections.close_all()

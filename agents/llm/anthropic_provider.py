@@ -185,8 +185,8 @@ class AnthropicProvider(Provider):
             kwargs["system"] = system
         if request.tools:
             kwargs["tools"] = to_anthropic_tools(request.tools)
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
+        # The Messages API of the SDK we pin (anthropic 2.x) has no sampling parameters any more:
+        # an agent's temperature applies to OpenAI-format providers only.
         return kwargs
 
     def _complete_once(self, request: CompletionRequest, attempt: int) -> Completion:

@@ -13,5 +13,9 @@ for _alias in ("default", "owner"):
     DATABASES[_alias]["NAME"] = os.environ["AGENTDESK_TEST_DB"]
     DATABASES[_alias]["CONN_MAX_AGE"] = 0
 
+# Tasks of this run go to its own queue: a worker of another run (or of `make run`) on the same
+# Redis never takes them, and this run's worker never takes theirs.
+CELERY_TASK_DEFAULT_QUEUE = os.environ["AGENTDESK_TEST_DB"]
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WHITENOISE_AUTOREFRESH = True

@@ -1,0 +1,128 @@
+"""Context assembly: the config snapshot a run keeps, the system prompt (seed 004's
+``buildSystemPrompt``), and the message list rebuilt from persisted steps on resume."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NotRequired, TypedDict
+
+from agents.llm import Message, ToolCall, ToolDefinition
+from agents.models import Agent, Execution, ExecutionStep, StepType
+from tools.executor import ToolPolicy
+
+RESPONSE_GUIDELINES = (
+    "## Response Guidelines\n"
+    "- Think step by step before taking action\n"
+    "- Use tools when needed to gather information or take action\n"
+    "- Be concise but thorough\n"
+    "- Always explain your reasoning\n"
+    "- If unsure, ask for clarification rather than guessing\n"
+)
+
+
+class ConfigSnapshot(TypedDict):
+    """What a run started with: a resume after the agent was edited behaves the same."""
+
+    agent_name: str
+    system_prompt: str  # rendered: personality, prompt, goals, tools, memories, constraints
+    tools: list[ToolPolicy]
+    llm_provider: str
+    llm_model: str
+    temperature: float
+    max_tokens: int
+    max_steps_per_run: int
+    max_tool_calls_per_step: int
+    timeout_seconds: int
+    memories: NotRequired[list[str]]
+
+
+def build_system_prompt(
+    agent: Agent,
+    *,
+    goals: list[tuple[str, str]],
+    tool_names: list[str],
+    memories: list[str],
+) -> str:
+    """Seed 004's buildSystemPrompt: personality, prompt, goals, capabilities, memory,
+    constraints, guidelines. Empty sections are left out rather than printed as headings."""
+    parts = [agent.personality.strip(), agent.system_prompt.strip()]
+    if goals:
+        lines = [f"{i}. {name}: {description}" for i, (name, description) in enumerate(goals, 1)]
+        parts.append("## Your Goals (in priority order)\n" + "\n".join(lines))
+    if tool_names:
+        parts.append(
+            "## Your Capabilities\nYou have access to the following tools:\n"
+            + "\n".join(f"- {name}" for name in tool_names)
+        )
+    if memories:
+        parts.append("## Relevant Context from Memory\n" + "\n".join(f"- {m}" for m in memories))
+    constraints = [_constraint_text(c) for c in agent.constraints or []]
+    if constraints:
+        parts.append("## Constraints\n" + "\n".join(f"- {c}" for c in constraints if c))
+    examples = agent.examples or []
+    if examples:
+        parts.append("## Examples\n" + "\n".join(f"- {json.dumps(e)}" for e in examples))
+    parts.append(RESPONSE_GUIDELINES)
+    return "\n\n".join(p for p in parts if p)
+
+
+def _constraint_text(constraint: object) -> str:
+    if isinstance(constraint, str):
+        return constraint
+    if isinstance(constraint, dict):
+        text = constraint.get("description") or constraint.get("rule") or constraint.get("text")
+        return str(text) if text else json.dumps(constraint)
+    return str(constraint)
+
+
+def tool_definitions(snapshot: ConfigSnapshot) -> list[ToolDefinition]:
+    return [
+        ToolDefinition(name=t["name"], description=t["description"], parameters=t["parameters"])
+        for t in snapshot["tools"]
+    ]
+
+
+def first_user_message(execution: Execution) -> str:
+    """What the agent is asked: the run's input, else a description of its trigger."""
+    if execution.input:
+        return execution.input
+    trigger = {"trigger": execution.trigger_type, "data": execution.trigger_data}
+    return "You were triggered with:\n" + json.dumps(trigger, default=str, indent=1)
+
+
+def initial_messages(snapshot: ConfigSnapshot, execution: Execution) -> list[Message]:
+    return [Message.system(snapshot["system_prompt"]), Message.user(first_user_message(execution))]
+
+
+def think_payload(message: Message, **extra: Any) -> dict[str, Any]:
+    """The persisted form of a model reply (``ExecutionStep.llm_response``)."""
+    return {"message": message.to_dict(), **extra}
+
+
+def tool_result_message(tool_call_id: str, output: dict[str, Any]) -> Message:
+    return Message.tool_result(
+        tool_call_id, json.dumps(output, default=str), is_error="error" in output
+    )
+
+
+def rebuild_messages(
+    snapshot: ConfigSnapshot, execution: Execution, steps: list[ExecutionStep]
+) -> tuple[list[Message], list[ToolCall]]:
+    """The conversation so far, from persisted steps, and the tool calls of the last model reply
+    that have no recorded result yet (they still have to run)."""
+    messages = initial_messages(snapshot, execution)
+    answered: set[str] = set()
+    last_calls: list[ToolCall] = []
+    for step in steps:
+        if step.step_type == StepType.THINK and step.llm_response:
+            reply = Message.from_dict(step.llm_response["message"])
+            messages.append(reply)
+            last_calls = list(reply.tool_calls)
+        elif step.step_type == StepType.ACT and step.tool_call_id:
+            messages.append(tool_result_message(step.tool_call_id, step.tool_output or {}))
+            answered.add(step.tool_call_id)
+        elif step.step_type == StepType.OBSERVE and step.step_number > 1 and step.input_text:
+            # An answered clarification or a resumed wait: the agent observes it as user input.
+            messages.append(Message.user(step.input_text))
+    pending = [call for call in last_calls if call.id not in answered]
+    return messages, pending

@@ -1,0 +1,392 @@
+"""The ReAct loop of one execution, run by a Celery task (DESIGN.md, "The runtime").
+
+claim -> context -> [budget -> think (persist the reply) -> act (each tool call, persisted with
+its result)]* -> finish. Each model reply and each tool result is one transaction, so a worker
+killed at any point loses at most the work in flight: a persisted reply is never requested
+again, and a tool whose result is recorded never runs again (the unique idempotency key).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents.llm import Completion, LLMError, Message, Provider, ToolCall, Usage, get_provider
+from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
+from agents.runtime import store
+from agents.runtime.context import (
+    ConfigSnapshot,
+    initial_messages,
+    rebuild_messages,
+    think_payload,
+    tool_definitions,
+    tool_result_message,
+)
+from agents.runtime.faults import crash_point
+from agents.runtime.providers import provider_config_for
+from agents.runtime.setup import build_snapshot
+from core import tenancy
+from core.events import event_emit
+from core.models import ActorType
+from tools.executor import CallRequest, execute_tool_call
+from usage import services as usage_services
+from usage.pricing import Price, price_for
+
+logger = logging.getLogger(__name__)
+
+# Rough size of a token, to estimate a call's input for the budget reservation.
+CHARS_PER_TOKEN = 4
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) -> str:
+    """Run (or resume) one execution until it ends or parks. Returns what happened:
+    the final or waiting status, or ``"not_claimed"`` for a duplicate delivery."""
+    worker = worker_id()
+    with tenancy.agency_context(agency_id):
+        claimed = store.claim(execution_id, worker=worker)
+        if claimed is None:
+            return "not_claimed"
+        execution, first_claim = claimed
+        agent = Agent.objects.get(pk=execution.agent_id)
+        if first_claim:
+            _start(execution, agent)
+    run = _Run(execution, agent, worker)
+    try:
+        if execution.attempts > settings.AGENTDESK_MAX_DELIVERIES:
+            # A run that keeps killing its workers (or keeps losing them) must end somewhere.
+            return run.end_with_error(
+                f"Gave up after {execution.attempts - 1} deliveries that did not finish the run."
+            )
+        return run.run()
+    except store.LeaseLost:
+        logger.warning("execution %s: lease lost, another delivery continues it", execution.id)
+        return "lease_lost"
+    except Exception as exc:
+        # A bug or an unexpected failure: end the run visibly instead of leaving it "running"
+        # for the reaper to retry forever. If even that fails (database down), the lease
+        # expires and the reaper retries the run later.
+        logger.exception("execution %s failed unexpectedly", execution.id)
+        return run.end_with_error(f"Internal error: {type(exc).__name__}: {exc}")
+
+
+def _start(execution: Execution, agent: Agent) -> None:
+    """First claim: snapshot the config, observe the trigger, announce the start (same commit)."""
+    execution.config_snapshot = dict(build_snapshot(agent, execution))
+    execution.current_step = 1
+    execution.sequence += 1
+    execution.save(update_fields=["config_snapshot", "current_step", "sequence", "updated_at"])
+    execution.steps.create(
+        agency_id=execution.agency_id,
+        step_number=1,
+        step_type=StepType.OBSERVE,
+        input_text=execution.input or "",
+        output_text="",
+        tool_input=execution.trigger_data or None,
+        started_at=execution.started_at,
+        completed_at=timezone.now(),
+    )
+    usage_services.usage_record_llm_call(
+        agency_id=execution.agency_id,
+        site_id=execution.site_id,
+        agent_id=execution.agent_id,
+        provider=agent.llm_provider,
+        model=agent.llm_model,
+        usage=_NO_USAGE,
+        cost=Decimal(0),
+        runs=1,
+        llm_calls=0,
+    )
+    event_emit(
+        agency_id=execution.agency_id,
+        site_id=execution.site_id,
+        event_type="ai.execution.started",
+        payload={
+            "execution_id": str(execution.id),
+            "agent_id": str(execution.agent_id),
+            "trigger_type": execution.trigger_type,
+        },
+        source_module="agents",
+        source_entity_type="execution",
+        source_entity_id=str(execution.id),
+        actor_type=ActorType.AGENT,
+        actor_id=str(execution.agent_id),
+    )
+
+
+class _Run:
+    def __init__(self, execution: Execution, agent: Agent, worker: str) -> None:
+        self.execution = execution
+        self.agent = agent
+        self.worker = worker
+        self.snapshot: ConfigSnapshot = execution.config_snapshot
+        self.tools = {t["name"]: t for t in self.snapshot["tools"]}
+        self.tool_definitions = tool_definitions(self.snapshot)
+        self.deadline = (execution.started_at or timezone.now()).timestamp() + self.snapshot[
+            "timeout_seconds"
+        ]
+
+    # --- the loop ----------------------------------------------------------------------------
+    def run(self) -> str:  # noqa: PLR0911 - each return is one way a run ends
+        messages, pending = self._conversation()
+        try:
+            provider = self._provider()
+        except LLMError as exc:
+            return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
+        if pending:
+            outcome = self._act(pending, messages)
+            if outcome is not None:
+                return outcome
+        price = price_for(
+            agency_id=self.execution.agency_id,
+            provider=self.snapshot["llm_provider"],
+            model=self.snapshot["llm_model"],
+        )
+        while True:
+            stop = self._should_stop()
+            if stop is not None:
+                return stop
+            if self.execution.llm_call_count >= self.snapshot["max_steps_per_run"]:
+                return self._end(
+                    ExecutionStatus.FAILED,
+                    StopReason.MAX_STEPS,
+                    error=f"Reached max_steps_per_run ({self.snapshot['max_steps_per_run']}) "
+                    "before a final answer.",
+                )
+            reservation = self._reserve_budget(price, messages)
+            if reservation is None:
+                return self._end(
+                    ExecutionStatus.FAILED,
+                    StopReason.BUDGET_EXCEEDED,
+                    error="The agency's daily budget is exhausted.",
+                )
+            started = time.perf_counter()
+            try:
+                completion = provider.complete(
+                    messages,
+                    self.tool_definitions,
+                    temperature=self.snapshot["temperature"],
+                    max_tokens=self.snapshot["max_tokens"],
+                )
+            except LLMError as exc:
+                self._release_budget(reservation)
+                return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
+            crash_point("model_replied")
+            reply = completion.to_message()
+            finished = self._think(completion, reply, price, reservation, started)
+            crash_point("think_committed")
+            messages.append(reply)
+            if finished:
+                return ExecutionStatus.COMPLETED
+            outcome = self._act(list(completion.tool_calls), messages)
+            if outcome is not None:
+                return outcome
+
+    def _conversation(self) -> tuple[list[Message], list[ToolCall]]:
+        if self.execution.current_step <= 1:
+            return initial_messages(self.snapshot, self.execution), []
+        # A resumed run: rebuild from what was persisted; never repeat a recorded call.
+        with tenancy.agency_context(self.execution.agency_id):
+            steps = list(self.execution.steps.order_by("step_number"))
+        return rebuild_messages(self.snapshot, self.execution, steps)
+
+    def _provider(self) -> Provider:
+        with tenancy.agency_context(self.execution.agency_id):
+            config = provider_config_for(self.agent, agency_id=self.execution.agency_id)
+        return get_provider(config)
+
+    def _should_stop(self) -> str | None:
+        if self.execution.cancel_requested_at is not None:
+            return self._end(
+                ExecutionStatus.CANCELLED, StopReason.CANCELLED, error="Cancelled on request."
+            )
+        if time.time() >= self.deadline:
+            return self._end(
+                ExecutionStatus.TIMED_OUT,
+                StopReason.TIMEOUT,
+                error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}).",
+            )
+        return None
+
+    # --- think --------------------------------------------------------------------------------
+    def _think(
+        self,
+        completion: Completion,
+        reply: Message,
+        price: Price,
+        reservation: tuple[uuid.UUID, Decimal] | bool,
+        started: float,
+    ) -> bool:
+        cost = price.cost(completion.usage)
+        final = not completion.tool_calls
+        with store.step_transaction(self.execution, self.worker) as tx:
+            now = timezone.now()
+            tx.add_step(
+                StepType.THINK,
+                reasoning=completion.text if not final else "",
+                output_text=completion.text if final else "",
+                model=completion.model,
+                llm_response=think_payload(
+                    reply,
+                    stop_reason=completion.stop_reason,
+                    usage=completion.usage.to_dict(),
+                    latency_ms=completion.latency_ms,
+                    attempts=completion.attempts,
+                ),
+                tokens_input=completion.usage.input_tokens,
+                tokens_output=completion.usage.output_tokens,
+                tokens_cache_read=completion.usage.cache_read_tokens,
+                tokens_cache_write=completion.usage.cache_write_tokens,
+                cost_usd=cost,
+                started_at=now - _seconds(time.perf_counter() - started),
+                completed_at=now,
+                duration_ms=int((time.perf_counter() - started) * 1000),
+            )
+            tx.count_llm_call(completion.usage, cost)
+            usage_services.usage_record_llm_call(
+                agency_id=self.execution.agency_id,
+                site_id=self.execution.site_id,
+                agent_id=self.execution.agent_id,
+                provider=self.snapshot["llm_provider"],
+                model=self.snapshot["llm_model"],
+                usage=completion.usage,
+                cost=cost,
+            )
+            if isinstance(reservation, tuple):
+                usage_services.budget_settle(
+                    budget_id=reservation[0], reserved=reservation[1], cost=cost
+                )
+            if final:
+                tx.finish(
+                    ExecutionStatus.COMPLETED,
+                    stop_reason=StopReason.FINAL_ANSWER,
+                    output=completion.text,
+                )
+            crash_point("think_uncommitted")
+        return final
+
+    # --- act ----------------------------------------------------------------------------------
+    def _act(self, calls: list[ToolCall], messages: list[Message]) -> str | None:
+        """Run the reply's tool calls in order; returns a status when the run parks or ends."""
+        limit = self.snapshot["max_tool_calls_per_step"]
+        for index, call in enumerate(calls):
+            stop = self._should_stop()
+            if stop is not None:
+                return stop
+            step_id = uuid.uuid4()
+            with store.step_transaction(self.execution, self.worker) as tx:
+                started = time.perf_counter()
+                if index >= limit:
+                    output = {
+                        "error": {
+                            "code": "max_tool_calls",
+                            "message": f"Only {limit} tool calls are allowed per step; "
+                            "this one was not run. Call it again in your next step if needed.",
+                        }
+                    }
+                    park_until = None
+                else:
+                    outcome = execute_tool_call(self._request(call), step_id=step_id)
+                    if outcome.approval is not None:
+                        tx.park(
+                            ExecutionStatus.WAITING_APPROVAL,
+                            reason=f"{call.name} needs approval ({outcome.approval.risk_level})",
+                        )
+                        return ExecutionStatus.WAITING_APPROVAL
+                    output, park_until = outcome.output, outcome.park_until
+                    for callback in outcome.after_commit:
+                        transaction.on_commit(callback)
+                    if not outcome.replayed:
+                        tx.count_tool_call()
+                now = timezone.now()
+                tx.add_step(
+                    StepType.ACT,
+                    step_id=step_id,
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                    tool_input=call.arguments,
+                    tool_output=output,
+                    started_at=now - _seconds(time.perf_counter() - started),
+                    completed_at=now,
+                    duration_ms=int((time.perf_counter() - started) * 1000),
+                )
+                if park_until is not None:
+                    tx.park(
+                        ExecutionStatus.WAITING_INPUT,
+                        reason=f"waiting until {park_until.isoformat()}",
+                        wait_until=park_until,
+                        input_request={"kind": "timer", "until": park_until.isoformat()},
+                    )
+                crash_point("tool_uncommitted")
+            crash_point("tool_committed")
+            messages.append(tool_result_message(call.id, output))
+            if park_until is not None:
+                return ExecutionStatus.WAITING_INPUT
+        return None
+
+    def _request(self, call: ToolCall) -> CallRequest:
+        return CallRequest(
+            agency_id=self.execution.agency_id,
+            site_id=self.execution.site_id,
+            agent_id=self.execution.agent_id,
+            execution_id=self.execution.id,
+            call=call,
+            tools=self.tools,
+            constraints=list(self.agent.constraints or []),
+            triggered_by_user_id=self.execution.triggered_by_id,
+        )
+
+    # --- budget and end -------------------------------------------------------------------------
+    def _reserve_budget(
+        self, price: Price, messages: list[Message]
+    ) -> tuple[uuid.UUID, Decimal] | bool | None:
+        """``True`` with no budget configured, ``(budget id, amount)`` when reserved, ``None``
+        when the step's maximum cost does not fit. A reservation is its own small commit."""
+        estimate = sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
+        amount = price.max_cost(
+            input_tokens=estimate, max_output_tokens=self.snapshot["max_tokens"]
+        )
+        if amount <= 0:
+            amount = Decimal(0)
+        with tenancy.agency_context(self.execution.agency_id):
+            fits, budget_id = usage_services.budget_reserve(
+                agency_id=self.execution.agency_id, amount=amount
+            )
+        if not fits:
+            return None
+        return (budget_id, amount) if budget_id is not None else True
+
+    def _release_budget(self, reservation: tuple[uuid.UUID, Decimal] | bool) -> None:
+        if isinstance(reservation, tuple):
+            with tenancy.agency_context(self.execution.agency_id):
+                usage_services.budget_settle(
+                    budget_id=reservation[0], reserved=reservation[1], cost=Decimal(0)
+                )
+
+    def end_with_error(self, error: str) -> str:
+        return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=error[:4000])
+
+    def _end(self, status: str, stop_reason: str, *, error: str = "") -> str:
+        with store.step_transaction(self.execution, self.worker) as tx:
+            tx.finish(status, stop_reason=stop_reason, error=error)
+        return status
+
+
+_NO_USAGE = Usage()
+
+
+def _seconds(value: float) -> datetime.timedelta:
+    return datetime.timedelta(seconds=value)

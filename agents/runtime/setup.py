@@ -1,0 +1,84 @@
+"""What a run starts with, decided once at its first claim and kept in ``config_snapshot``:
+the tools it may use, the memories it recalls and the rendered system prompt."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from agents.models import Agent, Execution
+from agents.runtime.context import ConfigSnapshot, build_system_prompt
+from memory.models import Memory
+from tools import registry
+from tools.executor import ToolPolicy
+from tools.models import Tool
+from tools.patterns import is_tool_allowed
+
+MEMORY_LIMIT = 10
+
+
+def usable_tools(agent: Agent) -> list[ToolPolicy]:
+    """Active tools the agent's patterns allow (denied wins) that have a handler installed."""
+    tools = Tool.objects.filter(
+        Q(agency_id=agent.agency_id) | Q(agency__isnull=True), is_active=True
+    )
+    installed = set(registry.registered_names())
+    policies: list[ToolPolicy] = []
+    for tool in tools.order_by("name"):
+        if tool.name not in installed:
+            continue
+        if not is_tool_allowed(tool.name, agent.allowed_tools, agent.denied_tools):
+            continue
+        policies.append(
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters_schema,
+                "tool_id": str(tool.id),
+                "dangerous": tool.is_dangerous,
+                "rate_limit_per_minute": tool.rate_limit_per_minute,
+                "rate_limit_per_hour": tool.rate_limit_per_hour,
+            }
+        )
+    return policies
+
+
+def recall_memories(agent: Agent) -> list[str]:
+    """The memory hook: the agent's most important unexpired memories.
+
+    Semantic search (``memory.selectors.memory_search``) needs an embedding of the task; until an
+    embedding provider is configured the most important, most recent memories stand in for it.
+    """
+    from django.utils import timezone  # noqa: PLC0415
+
+    memories = (
+        Memory.objects.filter(agent=agent)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+        .order_by("-importance", "-created_at")[:MEMORY_LIMIT]
+    )
+    return [f"[{m.memory_type}] {m.content}" for m in memories]
+
+
+def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
+    tools = usable_tools(agent)
+    memories = recall_memories(agent)
+    goals = [
+        (goal.name, goal.description)
+        for goal in agent.goals.filter(is_achieved=False).order_by("-priority", "created_at")
+    ]
+    prompt = build_system_prompt(
+        agent, goals=goals, tool_names=[t["name"] for t in tools], memories=memories
+    )
+    del execution  # the trigger goes into the first user message, not the system prompt
+    return {
+        "agent_name": agent.name,
+        "system_prompt": prompt,
+        "tools": tools,
+        "llm_provider": agent.llm_provider,
+        "llm_model": agent.llm_model,
+        "temperature": float(agent.temperature),
+        "max_tokens": agent.max_tokens,
+        "max_steps_per_run": agent.max_steps_per_run,
+        "max_tool_calls_per_step": agent.max_tool_calls_per_step,
+        "timeout_seconds": agent.timeout_seconds,
+        "memories": memories,
+    }

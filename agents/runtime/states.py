@@ -1,0 +1,28 @@
+"""The execution state machine (DESIGN.md): which status may follow which."""
+
+from __future__ import annotations
+
+from agents.models import ExecutionStatus as S
+
+ALLOWED: dict[str, frozenset[str]] = {
+    S.PENDING: frozenset({S.RUNNING, S.CANCELLED, S.FAILED}),
+    # running -> running: another delivery resumed the run after its worker died.
+    S.RUNNING: frozenset(
+        {
+            S.RUNNING,
+            S.WAITING_APPROVAL,
+            S.WAITING_INPUT,
+            S.COMPLETED,
+            S.FAILED,
+            S.CANCELLED,
+            S.TIMED_OUT,
+        }
+    ),
+    # A decision, an answer or a timer makes a waiting run pending again (a worker resumes it).
+    S.WAITING_APPROVAL: frozenset({S.PENDING, S.CANCELLED, S.FAILED, S.TIMED_OUT}),
+    S.WAITING_INPUT: frozenset({S.PENDING, S.CANCELLED, S.FAILED, S.TIMED_OUT}),
+}
+
+
+def can_transition(from_status: str, to_status: str) -> bool:
+    return to_status in ALLOWED.get(from_status, frozenset())

@@ -1,0 +1,420 @@
+"""Persistence of a run: claiming with a lease, one transaction (one commit) per model reply or
+tool result, and the end of a run. Every write of the loop goes through here.
+
+Fencing: each step transaction ends with one UPDATE of the execution row ``WHERE lease_owner =
+<this worker>``; a worker whose lease was taken over (it stalled, the reaper handed the run to
+another delivery) matches no row, raises :class:`LeaseLost`, and its transaction rolls back.
+The same UPDATE renews the lease and returns ``cancel_requested_at``, so neither costs a round
+trip of its own.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import F, Q
+from django.utils import timezone
+from psycopg.types.json import Jsonb
+
+from agents.llm import Usage
+from agents.models import (
+    TERMINAL_STATUSES,
+    Agent,
+    Execution,
+    ExecutionStatus,
+    ExecutionStep,
+    StateTransition,
+    TransitionType,
+)
+from agents.runtime.states import can_transition
+from core import realtime, tenancy
+from core.events import event_emit
+from core.exceptions import ApplicationError
+from core.models import ActorType
+
+logger = logging.getLogger(__name__)
+
+# Columns the step UPDATE may write; JSON ones need psycopg's Jsonb wrapper in raw SQL.
+_UPDATABLE = (
+    "status", "stop_reason", "current_step", "sequence", "tokens_input", "tokens_output",
+    "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost_usd", "llm_call_count",
+    "tool_call_count", "lease_owner", "lease_expires_at", "output", "error", "error_details",
+    "completed_at", "duration_ms", "wait_until", "input_request",
+)  # fmt: skip
+_JSON_COLUMNS = frozenset({"error_details", "input_request"})
+
+
+class LeaseLost(Exception):
+    """Another delivery owns the run now; this worker must stop without writing."""
+
+
+def lease_deadline() -> datetime.datetime:
+    return timezone.now() + datetime.timedelta(seconds=settings.AGENTDESK_LEASE_SECONDS)
+
+
+def _broadcast(execution: Execution, kind: str, data: dict[str, Any]) -> None:
+    message = {
+        "type": "execution.event",
+        "execution_id": str(execution.id),
+        "agent_id": str(execution.agent_id),
+        "sequence": execution.sequence,
+        "kind": kind,
+        "status": execution.status,
+        "data": data,
+    }
+    realtime.broadcast_on_commit(
+        [realtime.execution_group(execution.id), realtime.agency_group(execution.agency_id)],
+        message,
+    )
+
+
+def record_transition(
+    execution: Execution,
+    to_status: str,
+    *,
+    reason: str,
+    transition_type: str = TransitionType.NORMAL,
+    triggered_by: str = "",
+    metadata: dict[str, Any] | None = None,
+    created: bool = False,
+) -> StateTransition:
+    """Write one state change (seed 003) and set ``execution.status``; the caller saves the row.
+    ``created`` records a new run's first state (from nothing).
+
+    Precondition: inside the execution's agency transaction.
+    """
+    from_status = "" if created else execution.status
+    if not created and not can_transition(from_status, to_status):
+        raise ApplicationError(
+            "invalid_transition",
+            f"An execution cannot go from {from_status} to {to_status}.",
+            status=409,
+        )
+    execution.sequence += 1
+    execution.status = to_status
+    transition = StateTransition.objects.create(
+        agency_id=execution.agency_id,
+        execution_id=execution.id,
+        from_state=from_status,
+        to_state=to_status,
+        sequence=execution.sequence,
+        transition_reason=reason,
+        transition_type=transition_type,
+        triggered_by_event=triggered_by,
+        event_metadata=metadata or {},
+    )
+    _broadcast(execution, "status", {"from": from_status, "to": to_status, "reason": reason})
+    return transition
+
+
+def claim(execution_id: uuid.UUID | str, *, worker: str) -> tuple[Execution, bool] | None:
+    """Take the run for this worker: a pending run, or a running one whose lease ran out.
+
+    Returns ``(execution, first_claim)``, or ``None`` when the run is not ours to take (another
+    worker holds it, it waits, or it ended) — a duplicate delivery then exits without work.
+    Precondition: inside the execution's agency context (the caller's transaction).
+    """
+    now = timezone.now()
+    execution = (
+        Execution.objects.select_for_update(skip_locked=True)
+        .filter(pk=execution_id)
+        .filter(
+            Q(status=ExecutionStatus.PENDING)
+            # Running but unowned: the reaper released a dead worker's lease.
+            | Q(status=ExecutionStatus.RUNNING, lease_owner="")
+            | Q(status=ExecutionStatus.RUNNING, lease_expires_at__isnull=True)
+            | Q(status=ExecutionStatus.RUNNING, lease_expires_at__lt=now)
+        )
+        .first()
+    )
+    if execution is None:
+        return None
+    first_claim = execution.started_at is None
+    crash_resume = execution.status == ExecutionStatus.RUNNING
+    if crash_resume:
+        record_transition(
+            execution,
+            ExecutionStatus.RUNNING,
+            reason=f"resumed by {worker} after the previous lease expired",
+            transition_type=TransitionType.RETRY,
+            triggered_by="lease_expired",
+        )
+    else:
+        record_transition(execution, ExecutionStatus.RUNNING, reason=f"claimed by {worker}")
+    execution.lease_owner = worker
+    execution.lease_expires_at = lease_deadline()
+    if first_claim or crash_resume:
+        # Deliveries that had to start or restart the work; a resume after an approval or a
+        # wait is the run going on, not another attempt.
+        execution.attempts += 1
+    execution.started_at = execution.started_at or now
+    execution.save(
+        update_fields=[
+            "status", "sequence", "lease_owner", "lease_expires_at", "attempts", "started_at",
+            "updated_at",
+        ]
+    )  # fmt: skip
+    return execution, first_claim
+
+
+class StepTransaction:
+    """Collects one step's writes; :func:`step_transaction` commits them with the lease check."""
+
+    def __init__(self, execution: Execution, worker: str) -> None:
+        self.execution = execution
+        self.worker = worker
+        self.changed: set[str] = {"current_step", "sequence", "lease_expires_at"}
+        self.finished = False
+        self.parked = False
+
+    def add_step(
+        self, step_type: str, *, step_id: uuid.UUID | None = None, **fields: Any
+    ) -> ExecutionStep:
+        execution = self.execution
+        execution.current_step += 1
+        execution.sequence += 1
+        step = ExecutionStep(
+            id=step_id or uuid.uuid4(),
+            agency_id=execution.agency_id,
+            execution_id=execution.id,
+            step_number=execution.current_step,
+            step_type=step_type,
+            **fields,
+        )
+        step.save(force_insert=True)
+        _broadcast(execution, "step", _step_summary(step))
+        return step
+
+    def count_llm_call(self, usage: Usage, cost: Decimal) -> None:
+        execution = self.execution
+        execution.tokens_input += usage.input_tokens
+        execution.tokens_output += usage.output_tokens
+        execution.tokens_cache_read += usage.cache_read_tokens
+        execution.tokens_cache_write += usage.cache_write_tokens
+        execution.tokens_total += usage.total_tokens
+        execution.cost_usd += cost
+        execution.llm_call_count += 1
+        self.changed |= {
+            "tokens_input", "tokens_output", "tokens_cache_read", "tokens_cache_write",
+            "tokens_total", "cost_usd", "llm_call_count",
+        }  # fmt: skip
+
+    def count_tool_call(self) -> None:
+        self.execution.tool_call_count += 1
+        self.changed.add("tool_call_count")
+
+    def park(
+        self,
+        status: str,
+        *,
+        reason: str,
+        wait_until: datetime.datetime | None = None,
+        input_request: dict[str, Any] | None = None,
+    ) -> None:
+        """The run waits (approval, input, a timer) and gives up its worker and lease."""
+        execution = self.execution
+        record_transition(execution, status, reason=reason, triggered_by="parked")
+        execution.lease_owner = ""
+        execution.wait_until = wait_until
+        execution.input_request = input_request or {}
+        self.changed |= {"status", "lease_owner", "wait_until", "input_request"}
+        self.parked = True
+
+    def finish(
+        self,
+        status: str,
+        *,
+        stop_reason: str,
+        output: str = "",
+        error: str = "",
+        error_details: dict[str, Any] | None = None,
+    ) -> None:
+        finish_execution(
+            self.execution,
+            status=status,
+            stop_reason=stop_reason,
+            output=output,
+            error=error,
+            error_details=error_details,
+        )
+        self.changed |= {
+            "status", "stop_reason", "output", "error", "error_details", "completed_at",
+            "duration_ms", "lease_owner", "wait_until",
+        }  # fmt: skip
+        self.finished = True
+
+
+def _step_summary(step: ExecutionStep) -> dict[str, Any]:
+    text = step.output_text or step.reasoning or step.input_text
+    return {
+        "step_number": step.step_number,
+        "step_type": step.step_type,
+        "text": text[:500],
+        "tool_name": step.tool_name,
+        "tool_call_id": step.tool_call_id,
+        "tokens": step.tokens_input + step.tokens_output,
+        "duration_ms": step.duration_ms,
+    }
+
+
+@contextmanager
+def step_transaction(execution: Execution, worker: str) -> Iterator[StepTransaction]:
+    """One transaction, one commit: the body's writes plus the fenced execution UPDATE.
+
+    Sets ``cancel_requested`` on the execution object from the row as committed.
+    """
+    with tenancy.agency_context(execution.agency_id):
+        tx = StepTransaction(execution, worker)
+        yield tx
+        if not tx.finished and not tx.parked:
+            execution.lease_expires_at = lease_deadline()
+        _fenced_update(execution, worker, sorted(tx.changed))
+
+
+def _fenced_update(execution: Execution, worker: str, columns: list[str]) -> None:
+    values: list[Any] = []
+    for column in columns:
+        assert column in _UPDATABLE, column
+        value = getattr(execution, column)
+        values.append(Jsonb(value) if column in _JSON_COLUMNS and value is not None else value)
+    assignments = ", ".join(f"{column} = %s" for column in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE agents_execution SET {assignments}, updated_at = now()"  # noqa: S608 - fixed column names
+            " WHERE id = %s AND lease_owner = %s RETURNING cancel_requested_at",
+            [*values, execution.id, worker],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}")
+    execution.cancel_requested_at = row[0]
+
+
+def finish_execution(
+    execution: Execution,
+    *,
+    status: str,
+    stop_reason: str,
+    output: str = "",
+    error: str = "",
+    error_details: dict[str, Any] | None = None,
+) -> None:
+    """End a run: status and summary on the row (the caller writes it), transition, agent
+    stats, episode and ``ai.execution.*`` event, all in the caller's transaction."""
+    now = timezone.now()
+    record_transition(
+        execution,
+        status,
+        reason=error or stop_reason,
+        transition_type=TransitionType.NORMAL
+        if status == ExecutionStatus.COMPLETED
+        else TransitionType.ERROR,
+        triggered_by=stop_reason,
+    )
+    execution.stop_reason = stop_reason
+    execution.output = output
+    execution.error = error
+    execution.error_details = error_details
+    execution.completed_at = now
+    started = execution.started_at or execution.created_at
+    execution.duration_ms = max(0, int((now - started).total_seconds() * 1000))
+    execution.lease_owner = ""
+    execution.wait_until = None
+    _update_agent_stats(execution)
+    _record_episode(execution)
+    event_types: dict[str, str] = {
+        ExecutionStatus.COMPLETED: "ai.execution.completed",
+        ExecutionStatus.CANCELLED: "ai.execution.cancelled",
+        ExecutionStatus.TIMED_OUT: "ai.execution.timed_out",
+    }
+    event_type = event_types.get(status, "ai.execution.failed")
+    event_emit(
+        agency_id=execution.agency_id,
+        site_id=execution.site_id,
+        event_type=event_type,
+        payload={
+            "execution_id": str(execution.id),
+            "agent_id": str(execution.agent_id),
+            "status": status,
+            "stop_reason": stop_reason,
+            "output": output[:2000],
+            "error": error[:2000],
+            "tokens_total": execution.tokens_total,
+            "cost_usd": str(execution.cost_usd),
+            "duration_ms": execution.duration_ms,
+        },
+        source_module="agents",
+        source_entity_type="execution",
+        source_entity_id=str(execution.id),
+        actor_type=ActorType.AGENT,
+        actor_id=str(execution.agent_id),
+    )
+
+
+def _update_agent_stats(execution: Execution) -> None:
+    """Seed 004's update_agent_stats, as one UPDATE with a running average."""
+    succeeded = execution.status == ExecutionStatus.COMPLETED
+    duration = execution.duration_ms or 0
+    Agent.objects.filter(pk=execution.agent_id).update(
+        total_runs=F("total_runs") + 1,
+        successful_runs=F("successful_runs") + int(succeeded),
+        failed_runs=F("failed_runs") + int(not succeeded),
+        total_tokens_used=F("total_tokens_used") + execution.tokens_total,
+        total_cost_usd=F("total_cost_usd") + execution.cost_usd,
+        total_actions_taken=F("total_actions_taken") + execution.tool_call_count,
+        avg_response_time_ms=(
+            (_coalesce_avg() * F("total_runs") + duration) / (F("total_runs") + 1)
+        ),
+        last_run_at=timezone.now(),
+        last_error=execution.error[:2000] if not succeeded else F("last_error"),
+        updated_at=timezone.now(),
+    )
+
+
+def _coalesce_avg() -> Any:
+    from django.db.models.functions import Coalesce  # noqa: PLC0415
+
+    return Coalesce(F("avg_response_time_ms"), 0)
+
+
+def _record_episode(execution: Execution) -> None:
+    from memory.models import Episode, EpisodeOutcome  # noqa: PLC0415 - memory depends on agents
+    from tools.models import ToolCall  # noqa: PLC0415
+
+    actions = list(
+        ToolCall.objects.filter(execution_id=execution.id)
+        .order_by("created_at")
+        .values_list("tool_name", "status")[:100]
+    )
+    succeeded = execution.status == ExecutionStatus.COMPLETED
+    outcome = EpisodeOutcome.SUCCESS if succeeded else EpisodeOutcome.FAILURE
+    Episode.objects.update_or_create(
+        execution_id=execution.id,
+        defaults={
+            "agency_id": execution.agency_id,
+            "agent_id": execution.agent_id,
+            "site_id": execution.site_id,
+            "trigger_event": execution.trigger_type,
+            "context_summary": (execution.input or json.dumps(execution.trigger_data, default=str))[
+                :2000
+            ],
+            "actions_taken": [{"tool": name, "status": status} for name, status in actions],
+            "outcome": outcome,
+            "outcome_details": (execution.output or execution.error)[:4000],
+            "duration_ms": execution.duration_ms,
+            "tokens_used": execution.tokens_total,
+        },
+    )
+
+
+def is_terminal(status: str) -> bool:
+    return status in TERMINAL_STATUSES

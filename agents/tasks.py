@@ -1,0 +1,85 @@
+"""Celery tasks of the runtime: thin wrappers that take ids and call the runtime or services."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.models import Agent, Execution, ExecutionStatus, TriggerType
+from agents.runtime.loop import run_execution as run_loop
+from agents.services import event_dispatch, execution_create, execution_resume
+from core import tenancy
+from core.models import Event
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="agents.run_execution", ignore_result=True)
+def run_execution(execution_id: str, *, agency_id: str) -> str:
+    """Run or resume one execution. A duplicate delivery finds it claimed and returns."""
+    return run_loop(execution_id, agency_id=agency_id)
+
+
+@shared_task(name="agents.dispatch_event", ignore_result=True)
+def dispatch_event(event_id: str, *, agency_id: str) -> int:
+    with tenancy.agency_context(agency_id):
+        event = Event.objects.filter(pk=event_id).first()
+        if event is None:
+            return 0
+        return len(event_dispatch(event=event))
+
+
+@shared_task(name="agents.run_scheduled", ignore_result=True)
+def run_scheduled(agent_id: str, *, agency_id: str) -> str | None:
+    """Celery beat's entry for an agent's cron schedule."""
+    with tenancy.agency_context(agency_id):
+        agent = Agent.objects.filter(pk=agent_id).first()
+        if agent is None:
+            return None
+        execution = execution_create(
+            agent=agent,
+            trigger_type=TriggerType.SCHEDULE,
+            trigger_data={"schedule": agent.trigger_schedule},
+        )
+        return str(execution.id) if execution else None
+
+
+@shared_task(name="agents.reap_expired_leases", ignore_result=True)
+def reap_expired_leases() -> int:
+    """Beat: hand runs whose worker died (lease expired) to a new delivery, and wake runs whose
+    ``wait`` timer is due. Platform-wide, so it reads across agencies."""
+    now = timezone.now()
+    grace = datetime.timedelta(seconds=settings.AGENTDESK_REAPER_INTERVAL_SECONDS * 2)
+    with tenancy.platform_context():
+        stale = list(
+            Execution.objects.filter(status=ExecutionStatus.RUNNING)
+            .filter(Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
+            .values_list("id", "agency_id")[:500]
+        )
+        # Released (owner "") and given a grace period, so that the next tick does not enqueue
+        # the same run again before a worker has picked this delivery up.
+        Execution.objects.filter(pk__in=[pk for pk, _ in stale]).update(
+            lease_owner="", lease_expires_at=now + grace, updated_at=now
+        )
+        due = list(
+            Execution.objects.filter(
+                status=ExecutionStatus.WAITING_INPUT, wait_until__lte=now
+            ).values_list("id", "agency_id")[:500]
+        )
+    for execution_id, agency_id in stale:
+        logger.warning("execution %s: lease expired, re-delivering", execution_id)
+        run_execution.apply_async(args=[str(execution_id)], kwargs={"agency_id": str(agency_id)})
+    for execution_id, agency_id in due:
+        with tenancy.agency_context(agency_id):
+            execution = Execution.objects.get(pk=execution_id)
+            execution_resume(
+                execution=execution,
+                observation=f"The wait is over (it was set until {execution.wait_until}).",
+                reason="wait timer due",
+            )
+    return len(stale) + len(due)

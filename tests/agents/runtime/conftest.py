@@ -1,0 +1,153 @@
+"""End-to-end fixtures: a real Celery worker process on this test run's queue and database,
+the fake provider server on loopback, and agents wired to it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from agents.llm.fake_server import FakeProviderServer
+from agents.models import Agent, Execution, LLMProvider
+from core import tenancy
+from tests.agents.factories import AgentFactory
+from tests.factories import AgencyFactory, SiteFactory
+
+ROOT = Path(__file__).resolve().parents[3]
+TERMINAL = {"completed", "failed", "cancelled", "timed_out"}
+
+
+class Worker:
+    """A real `celery worker` subprocess; can be killed and started again."""
+
+    def __init__(self, **env: str) -> None:
+        self.extra_env = env
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = ROOT / ".data" / f"test-worker-{os.getpid()}-{uuid.uuid4().hex[:6]}.log"
+
+    def start(self, **env: str) -> Worker:
+        environment = dict(os.environ)
+        environment.update(
+            DJANGO_SETTINGS_MODULE="config.settings.test",
+            AGENTDESK_LEASE_SECONDS="3",
+            AGENTDESK_LLM_TIMEOUT_SECONDS="10",
+            AGENTDESK_LLM_MAX_RETRIES="1",
+            PYTHONUNBUFFERED="1",
+        )
+        environment.update(self.extra_env)
+        environment.update(env)
+        self.log.parent.mkdir(exist_ok=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
+             "--concurrency", "8", "--loglevel", "INFO", "--without-mingle", "--without-gossip",
+             "-n", f"test-{uuid.uuid4().hex[:8]}@%h"],
+            cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.log.read_text()[-3000:]}")
+            if "ready." in self.log.read_text(errors="replace"):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"worker not ready:\n{self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def wait_exit(self, timeout: float = 30) -> int | None:
+        assert self.process is not None
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup: None) -> Iterator[Worker]:
+    worker = Worker().start()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def make_agent(
+    live_db: None, fake_llm_server: FakeProviderServer
+) -> Callable[..., Agent]:
+    """An active agent of a new agency whose provider is the fake server; its model name is
+    unique, so the fake server serves this test's script to it alone."""
+
+    def make(kind: str = "openai", **fields: Any) -> Agent:
+        agency = AgencyFactory.create()
+        site = SiteFactory.create(agency=agency)
+        with tenancy.agency_context(agency.id):
+            provider = LLMProvider(
+                agency=agency,
+                provider_name=kind,
+                api_endpoint=(
+                    fake_llm_server.anthropic_base_url
+                    if kind == "anthropic"
+                    else fake_llm_server.openai_base_url
+                ),
+            )
+            provider.set_api_key("test-key-not-real")
+            provider.save()
+        defaults: dict[str, Any] = {
+            "allowed_tools": ["*"],
+            "llm_provider": kind,
+            "llm_model": f"fake-{uuid.uuid4().hex[:10]}",
+        }
+        defaults.update(fields)
+        return AgentFactory.create(agency=agency, site=site, **defaults)
+
+    return make
+
+
+def wait_for(execution: Execution, statuses: set[str] = TERMINAL, timeout: float = 45) -> Execution:
+    deadline = time.monotonic() + timeout
+    while True:
+        with tenancy.agency_context(execution.agency_id):
+            current = Execution.objects.get(pk=execution.pk)
+        if current.status in statuses:
+            return current
+        if time.monotonic() > deadline:
+            raise AssertionError(f"execution still {current.status} after {timeout} s")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def settings_queue() -> str:
+    return str(settings.CELERY_TASK_DEFAULT_QUEUE)

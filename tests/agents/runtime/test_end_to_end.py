@@ -1,0 +1,271 @@
+"""The runtime end to end: a real Celery worker process, real PostgreSQL and Redis, and the real
+OpenAI / Anthropic SDK clients talking to the fake provider server, for both wire formats."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
+from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
+from agents.services import execution_cancel, execution_create
+from core import tenancy
+from core.models import Event
+from crm.models import Contact, Note
+from tests.agents.runtime.conftest import Worker, wait_for
+from tools.models import Tool, ToolCall
+
+pytestmark = pytest.mark.slow
+KINDS = ["openai", "anthropic"]
+
+
+def _start(agent: Agent, text: str = "Handle it.") -> Execution:
+    with tenancy.agency_context(agent.agency_id):
+        execution = execution_create(agent=agent, input=text)
+    assert execution is not None
+    return execution
+
+
+def _contact(agent: Agent, **fields: Any) -> Contact:
+    with tenancy.agency_context(agent.agency_id):
+        return Contact.objects.create(
+            agency_id=agent.agency_id,
+            first_name=fields.get("first_name", "Ada"),
+            last_name="Lovelace",
+            email=fields.get("email", "ada@example.com"),
+        )
+
+
+def _steps(execution: Execution) -> list[tuple[str, str]]:
+    with tenancy.agency_context(execution.agency_id):
+        return list(
+            execution.steps.order_by("step_number").values_list("step_type", "tool_name")
+        )
+
+
+def _tool_results(server: FakeProviderServer, model: str) -> list[str]:
+    """What the model was told about its tool calls, request by request."""
+    return [json.dumps(r.tool_results) for r in server.requests_for(model)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_run_looks_up_a_contact_adds_a_note_and_finishes(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind, allowed_tools=["crm_*"])
+    contact = _contact(agent)
+    fake_llm_server.set_responder(
+        by_turn(
+            tool_call_reply("crm_get_contact", {"email": "ada@example.com"}),
+            tool_call_reply(
+                "crm_add_note", {"contact_id": str(contact.id), "content": "Called about pricing."}
+            ),
+            text_reply("Noted the call on Ada's record."),
+        ),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent, "Log that Ada called about pricing."))
+
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    assert execution.stop_reason == StopReason.FINAL_ANSWER
+    assert execution.output == "Noted the call on Ada's record."
+    assert _steps(execution) == [
+        (StepType.OBSERVE, ""),
+        (StepType.THINK, ""),
+        (StepType.ACT, "crm_get_contact"),
+        (StepType.THINK, ""),
+        (StepType.ACT, "crm_add_note"),
+        (StepType.THINK, ""),
+    ]
+    with tenancy.agency_context(agent.agency_id):
+        notes = list(Note.objects.filter(contact=contact).values_list("content", flat=True))
+        calls = list(ToolCall.objects.filter(execution=execution).values_list("status", flat=True))
+        transitions = list(
+            execution.state_transitions.order_by("sequence").values_list("to_state", flat=True)
+        )
+        events = set(
+            Event.objects.filter(source_entity_id=str(execution.id)).values_list(
+                "event_type", flat=True
+            )
+        )
+        agent.refresh_from_db()
+    assert notes == ["Called about pricing."]
+    assert calls == ["completed", "completed"]
+    assert transitions == ["pending", "running", "completed"]
+    assert {"ai.execution.started", "ai.execution.completed"} <= events
+    assert (agent.total_runs, agent.successful_runs, agent.total_actions_taken) == (1, 1, 2)
+    assert execution.tokens_total > 0
+    requests = fake_llm_server.requests_for(agent.llm_model)
+    assert len(requests) == 3
+    assert "crm_get_contact" in requests[0].tool_names
+    assert "Ada" in _tool_results(fake_llm_server, agent.llm_model)[1]
+    assert requests[0].system and "You help the agency" in requests[0].system
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_tool_arguments_return_an_error_the_model_recovers_from(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind)
+    contact = _contact(agent)
+    fake_llm_server.set_responder(
+        by_turn(
+            tool_call_reply("crm_add_note", {"content": 42}),  # no contact, wrong type
+            tool_call_reply("crm_add_note", {"contact_id": str(contact.id), "content": "ok"}),
+            text_reply("Fixed it."),
+        ),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    told = _tool_results(fake_llm_server, agent.llm_model)
+    assert "invalid_arguments" in told[1]
+    with tenancy.agency_context(agent.agency_id):
+        statuses = list(
+            ToolCall.objects.filter(execution=execution).order_by("created_at")
+            .values_list("status", "error_code")
+        )  # fmt: skip
+        assert Note.objects.filter(contact=contact).count() == 1
+    assert statuses == [("failed", "invalid_arguments"), ("completed", "")]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_run_stops_at_max_steps(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind, max_steps_per_run=2)
+    fake_llm_server.set_responder(
+        by_turn(then=tool_call_reply("crm_search_contacts", {"query": "x"})),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.FAILED
+    assert execution.stop_reason == StopReason.MAX_STEPS
+    assert execution.llm_call_count == 2
+    assert len(fake_llm_server.requests_for(agent.llm_model)) == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_run_times_out_on_wall_clock(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind, timeout_seconds=1)
+    slow_search = Reply(
+        tool_calls=tool_call_reply("crm_search_contacts", {"query": "x"}).tool_calls, latency=0.6
+    )
+    fake_llm_server.set_responder(by_turn(then=slow_search), key=agent.llm_model)
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.TIMED_OUT
+    assert execution.stop_reason == StopReason.TIMEOUT
+    assert execution.llm_call_count <= 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cancel_takes_effect_before_the_next_model_call(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind)
+    slow = Reply(
+        tool_calls=tool_call_reply("crm_search_contacts", {"query": "x"}).tool_calls, latency=0.5
+    )
+    fake_llm_server.set_responder(by_turn(then=slow), key=agent.llm_model)
+    execution = _start(agent)
+    deadline = time.monotonic() + 20
+    while not fake_llm_server.requests_for(agent.llm_model) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with tenancy.agency_context(agent.agency_id):
+        execution_cancel(execution=execution)
+    execution = wait_for(execution)
+    assert execution.status == ExecutionStatus.CANCELLED
+    assert execution.stop_reason == StopReason.CANCELLED
+    # The reply in flight is recorded; no further model call is made after the cancel.
+    assert len(fake_llm_server.requests_for(agent.llm_model)) == execution.llm_call_count <= 2
+
+
+def test_cancel_of_a_pending_run_is_immediate(
+    make_agent: Callable[..., Agent], live_db: None
+) -> None:
+    agent = make_agent("openai")
+    with tenancy.agency_context(agent.agency_id):
+        execution = Execution.objects.create(
+            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id, trigger_type="manual"
+        )
+        cancelled = execution_cancel(execution=execution)
+    assert cancelled.status == ExecutionStatus.CANCELLED
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_denied_tool_pattern_is_refused_and_the_model_told(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind, allowed_tools=["crm_*"], denied_tools=["crm_add_*"])
+    contact = _contact(agent)
+    fake_llm_server.set_responder(
+        by_turn(
+            tool_call_reply("crm_add_note", {"contact_id": str(contact.id), "content": "x"}),
+            text_reply("I may not add notes."),
+        ),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.COMPLETED
+    first = fake_llm_server.requests_for(agent.llm_model)[0]
+    assert "crm_add_note" not in first.tool_names
+    assert "crm_get_contact" in first.tool_names
+    assert "tool_not_allowed" in _tool_results(fake_llm_server, agent.llm_model)[1]
+    with tenancy.agency_context(agent.agency_id):
+        assert not Note.objects.filter(contact=contact).exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tool_rate_limit_per_agent_is_enforced(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind)
+    search = tool_call_reply("crm_search_contacts", {"query": "ada"})
+    fake_llm_server.set_responder(
+        by_turn(search, search, search, text_reply("done")), key=agent.llm_model
+    )
+    with tenancy.platform_context():
+        tool = Tool.objects.get(name="crm_search_contacts")
+        previous = tool.rate_limit_per_minute
+        tool.rate_limit_per_minute = 2
+        tool.save(update_fields=["rate_limit_per_minute"])
+    try:
+        execution = wait_for(_start(agent))
+    finally:
+        with tenancy.platform_context():
+            Tool.objects.filter(pk=tool.pk).update(rate_limit_per_minute=previous)
+    assert execution.status == ExecutionStatus.COMPLETED
+    with tenancy.agency_context(agent.agency_id):
+        codes = list(
+            ToolCall.objects.filter(execution=execution).order_by("created_at")
+            .values_list("error_code", flat=True)
+        )  # fmt: skip
+    assert codes == ["", "", "rate_limited"]

@@ -1,0 +1,293 @@
+"""Runs one tool call of an execution: policy, argument validation, rate limit, approval gate,
+the handler, and the ToolCall record — all inside the caller's transaction, so the handler's
+writes and the recorded result commit together (a tool is applied at most once).
+
+Every refusal or failure becomes a structured error for the model; the run goes on.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NotRequired, TypedDict
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.llm import ToolCall as LLMToolCall
+from approvals.models import Approval, ApprovalStatus
+from approvals.risk import RiskDecision, assess_risk
+from tools import ratelimit, registry
+from tools.handlers import ToolContext, ToolError, ToolResult
+from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
+from tools.validation import describe_argument_errors, validate_arguments
+
+logger = logging.getLogger(__name__)
+
+
+class ToolPolicy(TypedDict):
+    """A tool as the run's config snapshot holds it (decided when the run started)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    tool_id: NotRequired[str]
+    dangerous: NotRequired[bool]
+    rate_limit_per_minute: NotRequired[int | None]
+    rate_limit_per_hour: NotRequired[int | None]
+
+
+@dataclass
+class ToolOutcome:
+    output: dict[str, Any]
+    status: str
+    park_until: datetime.datetime | None = None
+    approval: Approval | None = None  # set when the call now waits for a human
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
+    replayed: bool = False  # the call had already run: its recorded result was returned
+
+    @property
+    def is_error(self) -> bool:
+        return "error" in self.output
+
+
+def _error(code: str, message: str, **details: Any) -> dict[str, Any]:
+    return ToolError(code, message, **details).as_output()
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    agency_id: uuid.UUID
+    site_id: uuid.UUID
+    agent_id: uuid.UUID
+    execution_id: uuid.UUID
+    call: LLMToolCall
+    tools: dict[str, ToolPolicy]  # the tools this run may use, by name
+    constraints: list[Any]  # the agent's constraints (some require approval)
+    triggered_by_user_id: int | None = None
+
+
+def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None) -> ToolOutcome:
+    """Decide and run one call. Precondition: inside the execution's agency transaction."""
+    call = request.call
+    key = idempotency_key_for(request.execution_id, call.id)
+    existing = ToolCall.objects.filter(idempotency_key=key).first()
+    approval: Approval | None = None
+    if existing is not None:
+        if existing.status != ToolCallStatus.WAITING_APPROVAL:
+            # Ran already (a resumed run): never run it twice, give the model the same result.
+            return ToolOutcome(output=existing.output or {}, status=existing.status, replayed=True)
+        approval = Approval.objects.filter(tool_call=existing).order_by("-created_at").first()
+
+    policy = request.tools.get(call.name)
+    arguments = call.arguments
+    started = time.perf_counter()
+    outcome: ToolOutcome
+    if policy is None:
+        outcome = ToolOutcome(
+            _error(
+                "tool_not_allowed",
+                f"Tool {call.name!r} is not available to this agent.",
+                available=sorted(request.tools),
+            ),
+            ToolCallStatus.DENIED,
+        )
+    elif call.arguments_error:
+        outcome = ToolOutcome(
+            _error("invalid_arguments", f"Arguments are not valid JSON: {call.arguments_error}"),
+            ToolCallStatus.FAILED,
+        )
+    elif errors := validate_arguments(policy["parameters"], arguments):
+        outcome = ToolOutcome(
+            _error(
+                "invalid_arguments",
+                describe_argument_errors(call.name, errors),
+                errors=[e.to_dict() for e in errors],
+            ),
+            ToolCallStatus.FAILED,
+        )
+    elif approval is None and (limited := _rate_limited(request, policy)) is not None:
+        outcome = limited
+    else:
+        decision = assess_risk(
+            agency_id=request.agency_id,
+            tool_name=call.name,
+            arguments=arguments,
+            dangerous=bool(policy.get("dangerous")),
+            constraints=request.constraints,
+        )
+        if decision.needs_approval and approval is None:
+            # No step yet: the act step is written when the call finally runs or is refused.
+            return _park_for_approval(request, policy, decision, key)
+        if approval is not None and approval.status != ApprovalStatus.APPROVED:
+            outcome = ToolOutcome(
+                _error(
+                    "approval_denied",
+                    f"A human {approval.status} this action"
+                    + (f": {approval.decision_reason}" if approval.decision_reason else "."),
+                ),
+                ToolCallStatus.DENIED,
+            )
+        else:
+            if approval is not None and approval.edited_arguments is not None:
+                arguments = approval.edited_arguments
+            outcome = _run_handler(request, key, arguments)
+    duration_ms = int((time.perf_counter() - started) * 1000)
+    _record(
+        request,
+        policy=policy,
+        key=key,
+        arguments=arguments,
+        outcome=outcome,
+        duration_ms=duration_ms,
+        step_id=step_id,
+        existing=existing,
+    )
+    return outcome
+
+
+def _rate_limited(request: CallRequest, policy: ToolPolicy) -> ToolOutcome | None:
+    per_minute = policy.get("rate_limit_per_minute")
+    per_hour = policy.get("rate_limit_per_hour")
+    if not per_minute and not per_hour:
+        return None  # no Redis round trip for unlimited tools
+    result = ratelimit.check_and_consume(
+        ratelimit.get_redis(),
+        agent_id=request.agent_id,
+        tool_name=request.call.name,
+        per_minute=per_minute,
+        per_hour=per_hour,
+    )
+    if result.allowed:
+        return None
+    return ToolOutcome(
+        _error(
+            "rate_limited", result.message(request.call.name), retry_after_s=result.retry_after_s
+        ),
+        ToolCallStatus.FAILED,
+    )
+
+
+def _run_handler(request: CallRequest, key: str, arguments: dict[str, Any]) -> ToolOutcome:
+    handler = registry.get_handler(request.call.name)
+    if handler is None:
+        return ToolOutcome(
+            _error("not_implemented", f"Tool {request.call.name!r} has no handler installed."),
+            ToolCallStatus.FAILED,
+        )
+    context = ToolContext(
+        agency_id=request.agency_id,
+        site_id=request.site_id,
+        agent_id=request.agent_id,
+        execution_id=request.execution_id,
+        tool_call_id=request.call.id,
+        idempotency_key=key,
+        triggered_by_user_id=request.triggered_by_user_id,
+    )
+    try:
+        # A savepoint: a failing handler's partial writes go, the run's transaction stays.
+        with transaction.atomic():
+            result = handler(context, arguments)
+    except ToolError as exc:
+        return ToolOutcome(exc.as_output(), ToolCallStatus.FAILED)
+    except Exception as exc:
+        logger.exception("tool %s failed", request.call.name)
+        return ToolOutcome(
+            _error("internal_error", f"The tool failed unexpectedly ({type(exc).__name__})."),
+            ToolCallStatus.FAILED,
+        )
+    if isinstance(result, ToolResult):
+        return ToolOutcome(
+            result.output,
+            ToolCallStatus.COMPLETED,
+            park_until=result.park_until,
+            after_commit=list(result.after_commit),
+        )
+    return ToolOutcome(result, ToolCallStatus.COMPLETED)
+
+
+def _park_for_approval(
+    request: CallRequest,
+    policy: ToolPolicy,
+    decision: RiskDecision,
+    key: str,
+) -> ToolOutcome:
+    call = request.call
+    tool_call = ToolCall.objects.create(
+        agency_id=request.agency_id,
+        agent_id=request.agent_id,
+        tool_id=policy.get("tool_id"),
+        tool_name=call.name,
+        execution_id=request.execution_id,
+        tool_call_id=call.id,
+        idempotency_key=key,
+        input=call.arguments,
+        status=ToolCallStatus.WAITING_APPROVAL,
+        started_at=timezone.now(),
+    )
+    approval = Approval.objects.create(
+        agency_id=request.agency_id,
+        execution_id=request.execution_id,
+        agent_id=request.agent_id,
+        site_id=request.site_id,
+        tool_call=tool_call,
+        risk_rule_id=decision.rule_id,
+        action_type=call.name,
+        action_description=decision.describe(call.name, call.arguments),
+        proposed_arguments=call.arguments,
+        risk_level=decision.risk_level,
+        risk_explanation=decision.reason,
+        expires_at=timezone.now() + datetime.timedelta(hours=24),
+    )
+    return ToolOutcome(
+        {"status": "waiting_approval", "approval_id": str(approval.id)},
+        ToolCallStatus.WAITING_APPROVAL,
+        approval=approval,
+    )
+
+
+def _record(
+    request: CallRequest,
+    *,
+    policy: ToolPolicy | None,
+    key: str,
+    arguments: dict[str, Any],
+    outcome: ToolOutcome,
+    duration_ms: int,
+    step_id: uuid.UUID | None,
+    existing: ToolCall | None,
+) -> None:
+    now = timezone.now()
+    error = outcome.output.get("error") if outcome.is_error else None
+    fields: dict[str, Any] = {
+        "input": arguments,
+        "output": outcome.output,
+        "status": outcome.status,
+        "error": (error or {}).get("message", "") if error else "",
+        "error_code": (error or {}).get("code", "") if error else "",
+        "completed_at": now,
+        "duration_ms": duration_ms,
+        "step_id": step_id,
+    }
+    if existing is not None:
+        for name, value in fields.items():
+            setattr(existing, name, value)
+        existing.save(update_fields=[*fields, "updated_at"])
+        return
+    # The unique idempotency key makes a concurrent second run of the same call fail here,
+    # rolling back its handler's writes with it.
+    ToolCall.objects.create(
+        agency_id=request.agency_id,
+        agent_id=request.agent_id,
+        tool_id=policy.get("tool_id") if policy else None,
+        tool_name=request.call.name,
+        execution_id=request.execution_id,
+        tool_call_id=request.call.id,
+        idempotency_key=key,
+        started_at=now - datetime.timedelta(milliseconds=duration_ms),
+        **fields,
+    )

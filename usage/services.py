@@ -1,0 +1,113 @@
+"""Writers for usage and budgets. Called by the runtime inside its transactions."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from decimal import Decimal
+
+from django.db import connection
+from django.utils import timezone
+
+from agents.llm import Usage
+from usage.models import Budget
+
+
+def usage_record_llm_call(
+    *,
+    agency_id: uuid.UUID,
+    site_id: uuid.UUID | None,
+    agent_id: uuid.UUID,
+    provider: str,
+    model: str,
+    usage: Usage,
+    cost: Decimal,
+    runs: int = 0,
+    llm_calls: int = 1,
+) -> None:
+    """Add model calls (and started runs) to today's usage row: one upsert, in the caller's
+    transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO usage_usagedaily AS u
+                (id, agency_id, site_id, agent_id, date, provider, model, agent_runs, llm_calls,
+                 tool_calls, tokens_input, tokens_output, tokens_cache_read, tokens_cache_write,
+                 cost_usd, created_at, updated_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s, %s, now(), now())
+            ON CONFLICT ON CONSTRAINT usage_usagedaily_unique_row DO UPDATE SET
+                agent_runs = u.agent_runs + EXCLUDED.agent_runs,
+                llm_calls = u.llm_calls + EXCLUDED.llm_calls,
+                tokens_input = u.tokens_input + EXCLUDED.tokens_input,
+                tokens_output = u.tokens_output + EXCLUDED.tokens_output,
+                tokens_cache_read = u.tokens_cache_read + EXCLUDED.tokens_cache_read,
+                tokens_cache_write = u.tokens_cache_write + EXCLUDED.tokens_cache_write,
+                cost_usd = u.cost_usd + EXCLUDED.cost_usd,
+                updated_at = now()
+            """,
+            [
+                uuid.uuid4(),
+                agency_id,
+                site_id,
+                agent_id,
+                timezone.localdate(),
+                provider,
+                model,
+                runs,
+                llm_calls,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                cost,
+            ],
+        )
+
+
+def _today_budget_id(agency_id: uuid.UUID, today: datetime.date) -> uuid.UUID | None:
+    """Today's budget row; created from the latest earlier limit the first time it is needed.
+    No budget ever configured means no limit."""
+    row = Budget.objects.filter(agency_id=agency_id, date=today).values_list("id", flat=True)
+    found = row.first()
+    if found is not None:
+        return found
+    latest = Budget.objects.filter(agency_id=agency_id).order_by("-date").first()
+    if latest is None:
+        return None
+    budget, _ = Budget.objects.get_or_create(
+        agency_id=agency_id, date=today, defaults={"limit_usd": latest.limit_usd}
+    )
+    return budget.id
+
+
+def budget_reserve(*, agency_id: uuid.UUID, amount: Decimal) -> tuple[bool, uuid.UUID | None]:
+    """Reserve ``amount`` against today's budget; ``(False, id)`` when it does not fit.
+
+    Atomic: one conditional UPDATE, so concurrent runs cannot overspend together. Runs in the
+    caller's transaction (it commits with it).
+    """
+    budget_id = _today_budget_id(agency_id, timezone.localdate())
+    if budget_id is None:
+        return True, None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE usage_budget SET reserved_usd = reserved_usd + %s, updated_at = now()"
+            " WHERE id = %s AND used_usd + reserved_usd + %s <= limit_usd",
+            [amount, budget_id, amount],
+        )
+        return cursor.rowcount == 1, budget_id
+
+
+def budget_settle(*, budget_id: uuid.UUID, reserved: Decimal, cost: Decimal) -> None:
+    """Turn a reservation into what the call actually cost (never past the limit)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE usage_budget SET
+                reserved_usd = GREATEST(reserved_usd - %s, 0),
+                used_usd = LEAST(used_usd + %s, limit_usd - GREATEST(reserved_usd - %s, 0)),
+                updated_at = now()
+            WHERE id = %s
+            """,
+            [reserved, cost, reserved, budget_id],
+        )
