@@ -26,13 +26,17 @@ from core.exceptions import ApplicationError
 from core.models import Event
 
 
-def enqueue_execution(execution: Execution) -> None:
-    """Deliver the run to a worker once the current transaction commits."""
+def enqueue_execution(execution: Execution, *, queue: str | None = None) -> None:
+    """Deliver the run to a worker (of ``queue``, default: the default queue) once the current
+    transaction commits."""
     from agents.tasks import run_execution  # noqa: PLC0415 - tasks import this module
 
     execution_id, agency_id = str(execution.id), str(execution.agency_id)
+    options = {"queue": queue} if queue else {}
     transaction.on_commit(
-        lambda: run_execution.apply_async(args=[execution_id], kwargs={"agency_id": agency_id})
+        lambda: run_execution.apply_async(
+            args=[execution_id], kwargs={"agency_id": agency_id}, **options
+        )
     )
 
 
@@ -60,6 +64,7 @@ def execution_create(
     trigger_event: Event | None = None,
     triggered_by_id: int | None = None,
     enforce_limits: bool = True,
+    queue: str | None = None,
 ) -> Execution | None:
     """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped) when
     the agent is inactive or over its run limits. Precondition: in the agent's agency context.
@@ -99,7 +104,7 @@ def execution_create(
     execution.save(update_fields=["sequence", "updated_at"])
     log.outcome, log.execution = TriggerOutcome.INVOKED, execution
     log.save()
-    enqueue_execution(execution)
+    enqueue_execution(execution, queue=queue)
     return execution
 
 

@@ -17,5 +17,7 @@ for _alias in ("default", "owner"):
 # Redis never takes them, and this run's worker never takes theirs.
 CELERY_TASK_DEFAULT_QUEUE = os.environ["AGENTDESK_TEST_DB"]
 
+MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WHITENOISE_AUTOREFRESH = True

@@ -29,7 +29,8 @@ TERMINAL = {"completed", "failed", "cancelled", "timed_out"}
 class Worker:
     """A real `celery worker` subprocess; can be killed and started again."""
 
-    def __init__(self, **env: str) -> None:
+    def __init__(self, *, queue: str | None = None, **env: str) -> None:
+        self.queue = queue
         self.extra_env = env
         self.process: subprocess.Popen[bytes] | None = None
         self.log = ROOT / ".data" / f"test-worker-{os.getpid()}-{uuid.uuid4().hex[:6]}.log"
@@ -49,7 +50,8 @@ class Worker:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
              "--concurrency", "8", "--loglevel", "INFO", "--without-mingle", "--without-gossip",
-             "-n", f"test-{uuid.uuid4().hex[:8]}@%h"],
+             "-n", f"test-{uuid.uuid4().hex[:8]}@%h",
+             *(["-Q", self.queue] if self.queue else [])],
             cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
         )  # fmt: skip
         self._wait_ready()
@@ -104,9 +106,7 @@ def celery_worker(django_db_setup: None) -> Iterator[Worker]:
 
 
 @pytest.fixture
-def make_agent(
-    live_db: None, fake_llm_server: FakeProviderServer
-) -> Callable[..., Agent]:
+def make_agent(live_db: None, fake_llm_server: FakeProviderServer) -> Callable[..., Agent]:
     """An active agent of a new agency whose provider is the fake server; its model name is
     unique, so the fake server serves this test's script to it alone."""
 

@@ -43,9 +43,7 @@ def _contact(agent: Agent, **fields: Any) -> Contact:
 
 def _steps(execution: Execution) -> list[tuple[str, str]]:
     with tenancy.agency_context(execution.agency_id):
-        return list(
-            execution.steps.order_by("step_number").values_list("step_type", "tool_name")
-        )
+        return list(execution.steps.order_by("step_number").values_list("step_type", "tool_name"))
 
 
 def _tool_results(server: FakeProviderServer, model: str) -> list[str]:

@@ -1,0 +1,126 @@
+"""SIGKILL of a worker at every point of the loop: another delivery (re-sent by the lease reaper)
+finishes the run, a persisted model reply is never requested again, and no tool is applied
+twice. Real worker processes, real PostgreSQL and Redis, the OpenAI SDK against the fake server."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
+from agents.models import Agent, Execution, ExecutionStatus
+from agents.services import execution_create
+from agents.tasks import reap_expired_leases
+from core import tenancy
+from crm.models import Contact, Note
+from tests.agents.runtime.conftest import Worker, wait_for
+from tools.models import ToolCall
+
+pytestmark = pytest.mark.slow
+LEASE_SECONDS = 3  # the test workers' AGENTDESK_LEASE_SECONDS
+
+# crash point -> model requests in all (3 turns; +1 when the killed reply was not persisted)
+CRASH_POINTS = {
+    "model_replied": 4,
+    "think_uncommitted": 4,
+    "think_committed": 3,
+    "tool_uncommitted": 3,
+    "tool_committed": 3,
+}
+
+
+def _scripted_agent(
+    make_agent: Callable[..., Agent], server: FakeProviderServer, first_latency: float = 0.0
+) -> tuple[Agent, Contact]:
+    agent = make_agent("openai", allowed_tools=["crm_*"])
+    with tenancy.agency_context(agent.agency_id):
+        contact = Contact.objects.create(
+            agency_id=agent.agency_id, first_name="Grace", email="grace@example.com"
+        )
+    add_note = tool_call_reply(
+        "crm_add_note", {"contact_id": str(contact.id), "content": "Renewal call booked."}
+    )
+    first = Reply(tool_calls=add_note.tool_calls, latency=first_latency or None)
+    server.set_responder(
+        by_turn(
+            first,
+            tool_call_reply("crm_get_contact", {"email": "grace@example.com"}),
+            text_reply("Done."),
+        ),
+        key=agent.llm_model,
+    )
+    return agent, contact
+
+
+def _start_on(queue: str, agent: Agent) -> Execution:
+    with tenancy.agency_context(agent.agency_id):
+        execution = execution_create(agent=agent, input="Book the renewal.", queue=queue)
+    assert execution is not None
+    return execution
+
+
+def _resume_after_lease_expiry(execution: Execution) -> Execution:
+    """What beat does: once the dead worker's lease runs out, the reaper re-delivers the run
+    (to the default queue, served by the session's healthy worker)."""
+    time.sleep(LEASE_SECONDS + 0.5)
+    assert reap_expired_leases() >= 1
+    return wait_for(execution)
+
+
+def _assert_completed_once(execution: Execution, contact: Contact) -> None:
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    with tenancy.agency_context(execution.agency_id):
+        notes = Note.objects.filter(contact=contact).count()
+        calls = list(
+            ToolCall.objects.filter(execution=execution).values_list("tool_name", "status")
+        )
+    assert notes == 1  # the note tool was applied exactly once
+    assert sorted(calls) == [("crm_add_note", "completed"), ("crm_get_contact", "completed")]
+    assert execution.attempts == 2
+
+
+@pytest.mark.parametrize("point", list(CRASH_POINTS))
+def test_worker_killed_at_a_crash_point_and_the_run_completes(
+    point: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent, contact = _scripted_agent(make_agent, fake_llm_server)
+    queue = f"crash-{uuid.uuid4().hex[:8]}"
+    doomed = Worker(queue=queue, AGENTDESK_CRASH_AT=point).start()
+    try:
+        execution = _start_on(queue, agent)
+        assert doomed.wait_exit(60) == -9, doomed.output()[-2000:]
+    finally:
+        doomed.kill()
+    execution = _resume_after_lease_expiry(execution)
+    _assert_completed_once(execution, contact)
+    assert len(fake_llm_server.requests_for(agent.llm_model)) == CRASH_POINTS[point]
+
+
+def test_worker_killed_during_the_model_call_and_the_run_completes(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent, contact = _scripted_agent(make_agent, fake_llm_server, first_latency=1.5)
+    queue = f"crash-{uuid.uuid4().hex[:8]}"
+    doomed = Worker(queue=queue).start()
+    try:
+        execution = _start_on(queue, agent)
+        deadline = time.monotonic() + 30
+        while not fake_llm_server.requests_for(agent.llm_model):
+            assert time.monotonic() < deadline, "the model was never called"
+            time.sleep(0.02)
+        doomed.kill()  # while the model is still answering
+    finally:
+        doomed.kill()
+    execution = _resume_after_lease_expiry(execution)
+    _assert_completed_once(execution, contact)
+    # The killed call had no persisted reply, so it was made once more.
+    assert len(fake_llm_server.requests_for(agent.llm_model)) == 4
