@@ -105,7 +105,8 @@ def test_run_looks_up_a_contact_adds_a_note_and_finishes(
     assert len(requests) == 3
     assert "crm_get_contact" in requests[0].tool_names
     assert "Ada" in _tool_results(fake_llm_server, agent.llm_model)[1]
-    assert requests[0].system and "You help the agency" in requests[0].system
+    assert requests[0].system is not None
+    assert "You help the agency" in requests[0].system
 
 
 @pytest.mark.parametrize("kind", KINDS)

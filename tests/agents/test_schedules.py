@@ -1,0 +1,39 @@
+"""Cron triggers become django-celery-beat entries that follow the agent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django_celery_beat.models import PeriodicTask
+
+from agents.schedules import InvalidCron, agent_schedule_sync, parse_cron, periodic_task_name
+from core import tenancy
+from tests.agents.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("expression", ["", "* * *", "61 * * * *", "* 25 * * *", "x y z w v"])
+def test_invalid_cron_expressions_are_refused_with_a_reason(expression: str) -> None:
+    with pytest.raises(InvalidCron):
+        parse_cron(expression)
+
+
+def test_schedule_entry_follows_the_agent() -> None:
+    agent = AgentFactory.create(trigger_schedule="*/15 9-17 * * 1-5", is_active=True)
+    with tenancy.agency_context(agent.agency_id):
+        task = agent_schedule_sync(agent)
+    assert task is not None
+    assert task.task == "agents.run_scheduled"
+    assert task.crontab is not None
+    assert (task.crontab.minute, task.crontab.hour, task.crontab.day_of_week) == (
+        "*/15",
+        "9-17",
+        "1-5",
+    )
+    assert json.loads(task.kwargs) == {"agency_id": str(agent.agency_id)}
+    agent.is_active = False
+    with tenancy.agency_context(agent.agency_id):
+        assert agent_schedule_sync(agent) is None
+    assert not PeriodicTask.objects.filter(name=periodic_task_name(agent)).exists()
