@@ -46,18 +46,17 @@ def agent_schedule_sync(agent: Agent) -> PeriodicTask | None:
         return None
     fields = parse_cron(agent.trigger_schedule)
     schedule, _ = CrontabSchedule.objects.get_or_create(timezone=settings.TIME_ZONE, **fields)
-    task, _ = PeriodicTask.objects.update_or_create(
-        name=name,
-        defaults={
-            "task": "agents.run_scheduled",
-            "crontab": schedule,
-            "interval": None,
-            "args": json.dumps([str(agent.id)]),
-            "kwargs": json.dumps({"agency_id": str(agent.agency_id)}),
-            "enabled": True,
-            "description": f"Cron trigger of agent {agent.name}",
-        },
-    )
+    # django-celery-beat 2.1's manager overrides update_or_create (it returns the object only),
+    # so the row is fetched and saved explicitly; save() also tells beat the schedule changed.
+    task = PeriodicTask.objects.filter(name=name).first() or PeriodicTask(name=name)
+    task.task = "agents.run_scheduled"
+    task.crontab = schedule
+    task.interval = None
+    task.args = json.dumps([str(agent.id)])
+    task.kwargs = json.dumps({"agency_id": str(agent.agency_id)})
+    task.enabled = True
+    task.description = f"Cron trigger of agent {agent.name}"
+    task.save()
     return task
 
 
