@@ -1,6 +1,16 @@
 """Writers of the agents app. Executions (start, cancel, resume, event dispatch) live in
 ``executions``; agent configuration (create, update, activate, ...) in ``agents``."""
 
+from agents.services.agents import (
+    agent_activate,
+    agent_create,
+    agent_create_from_template,
+    agent_deactivate,
+    agent_delete,
+    agent_duplicate,
+    agent_update,
+    validate_agent_fields,
+)
 from agents.services.executions import (
     agents_subscribed,
     enqueue_execution,
@@ -12,6 +22,14 @@ from agents.services.executions import (
 )
 
 __all__ = [
+    "agent_activate",
+    "agent_create",
+    "agent_create_from_template",
+    "agent_deactivate",
+    "agent_delete",
+    "agent_duplicate",
+    "agent_update",
+    "validate_agent_fields",
     "agents_subscribed",
     "enqueue_execution",
     "event_dispatch",

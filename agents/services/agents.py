@@ -1,0 +1,211 @@
+"""Writers for agent configuration: create, update, delete, activate, deactivate, duplicate and
+create from a template. Each validates its input (400 with field messages, nothing written),
+keeps the cron entry in step and emits seed 004's ``ai.agent.*`` event."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.forms.models import model_to_dict
+from django.utils.text import slugify
+
+from agents.models import Agent, AgentConfig, AgentGoal, AgentTemplate
+from agents.schedules import InvalidCron, agent_schedule_remove, agent_schedule_sync, parse_cron
+from core.events import event_emit
+from core.exceptions import ApplicationError
+from core.models import ActorType, Site
+from tools.patterns import InvalidPattern, validate_pattern
+
+# Fields an agent copies from a template (and a duplicate from its original).
+CONFIG_FIELDS = tuple(f.name for f in AgentConfig._meta.get_fields() if f.concrete)
+EDITABLE_FIELDS = frozenset(
+    {*CONFIG_FIELDS, "slug", "site", "is_active", "is_public", "template"}
+) - {"id"}
+
+
+def validate_agent_fields(fields: dict[str, Any]) -> None:
+    """Checks a database constraint cannot express well: wildcard patterns and cron syntax."""
+    errors: dict[str, list[str]] = {}
+    for name in ("allowed_tools", "denied_tools"):
+        for pattern in fields.get(name) or []:
+            try:
+                validate_pattern(pattern)
+            except InvalidPattern as exc:
+                errors.setdefault(name, []).append(exc.message)
+    schedule = fields.get("trigger_schedule")
+    if schedule:
+        try:
+            parse_cron(schedule)
+        except InvalidCron as exc:
+            errors.setdefault("trigger_schedule", []).append(str(exc))
+    if errors:
+        raise ApplicationError("invalid", "The agent configuration is invalid.", fields=errors)
+
+
+def _emit(agent: Agent, event_type: str, payload: dict[str, Any], user_id: int | None) -> None:
+    event_emit(
+        agency_id=agent.agency_id,
+        site_id=agent.site_id,
+        event_type=event_type,
+        payload={"id": str(agent.id), **payload},
+        source_module="agents",
+        source_entity_type="agent",
+        source_entity_id=str(agent.id),
+        actor_type=ActorType.USER if user_id else ActorType.SYSTEM,
+        actor_user_id=user_id,
+    )
+
+
+def _save(agent: Agent) -> None:
+    """Full validation then save; a duplicate slug per site is a 400, not a 500."""
+    try:
+        with transaction.atomic():
+            agent.save()
+    except IntegrityError as exc:
+        if "slug" in str(exc):
+            raise ApplicationError(
+                "invalid",
+                "The agent configuration is invalid.",
+                fields={
+                    "slug": [f"An agent with slug {agent.slug!r} already exists on this site."]
+                },
+            ) from exc
+        raise
+
+
+@transaction.atomic
+def agent_create(
+    *, agency_id: uuid.UUID, site: Site, user_id: int | None = None, **fields: Any
+) -> Agent:
+    """Precondition: in the agency's context; ``site`` belongs to it."""
+    unknown = set(fields) - EDITABLE_FIELDS
+    if unknown:
+        raise ApplicationError("invalid", f"Unknown agent fields: {sorted(unknown)}.")
+    validate_agent_fields(fields)
+    if site.agency_id != agency_id:
+        raise ApplicationError("invalid", "No such site.", fields={"site": ["No such site."]})
+    fields.setdefault(
+        "slug", slugify(fields.get("name", ""))[:100] or f"agent-{uuid.uuid4().hex[:6]}"
+    )
+    agent = Agent(agency_id=agency_id, site=site, created_by_id=user_id, updated_by_id=user_id)
+    for name, value in fields.items():
+        setattr(agent, name, value)
+    _save(agent)
+    agent_schedule_sync(agent)
+    _emit(
+        agent,
+        "ai.agent.created",
+        {"name": agent.name, "type": agent.agent_type, "domain": agent.domain},
+        user_id,
+    )
+    if agent.is_active:
+        _emit(agent, "ai.agent.activated", {"name": agent.name}, user_id)
+    return agent
+
+
+@transaction.atomic
+def agent_update(*, agent: Agent, user_id: int | None = None, **fields: Any) -> Agent:
+    """Change fields; ``ai.agent.updated`` carries what changed, activation its own event."""
+    unknown = set(fields) - EDITABLE_FIELDS
+    if unknown:
+        raise ApplicationError("invalid", f"Unknown agent fields: {sorted(unknown)}.")
+    validate_agent_fields(fields)
+    before = model_to_dict(agent, fields=list(fields))
+    was_active = agent.is_active
+    for name, value in fields.items():
+        setattr(agent, name, value)
+    agent.updated_by_id = user_id
+    _save(agent)
+    agent_schedule_sync(agent)
+    changes = {
+        name: {"from": _jsonable(before.get(name)), "to": _jsonable(getattr(agent, name))}
+        for name in fields
+        if before.get(name) != model_to_dict(agent, fields=[name]).get(name)
+    }
+    if changes:
+        _emit(agent, "ai.agent.updated", {"changes": changes}, user_id)
+    if agent.is_active != was_active:
+        state = "ai.agent.activated" if agent.is_active else "ai.agent.deactivated"
+        _emit(agent, state, {"name": agent.name}, user_id)
+    return agent
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool | list | dict) or value is None:
+        return value
+    return str(value)
+
+
+def agent_activate(*, agent: Agent, user_id: int | None = None) -> Agent:
+    return agent if agent.is_active else agent_update(agent=agent, user_id=user_id, is_active=True)
+
+
+def agent_deactivate(*, agent: Agent, user_id: int | None = None) -> Agent:
+    if not agent.is_active:
+        return agent
+    return agent_update(agent=agent, user_id=user_id, is_active=False)
+
+
+@transaction.atomic
+def agent_delete(*, agent: Agent, user_id: int | None = None) -> None:
+    _emit(agent, "ai.agent.deleted", {"name": agent.name}, user_id)
+    agent_schedule_remove(agent)
+    agent.delete()
+
+
+def _unique_slug(site: Site, base: str) -> str:
+    slug, n = base[:90], 2
+    while Agent.objects.filter(site=site, slug=slug).exists():
+        slug = f"{base[:90]}-{n}"
+        n += 1
+    return slug
+
+
+@transaction.atomic
+def agent_duplicate(*, agent: Agent, user_id: int | None = None) -> Agent:
+    """A copy (inactive, stats reset) with the original's goals."""
+    fields = {name: getattr(agent, name) for name in CONFIG_FIELDS if name != "id"}
+    fields["name"] = f"{agent.name} (copy)"
+    fields["slug"] = _unique_slug(agent.site, f"{agent.slug}-copy")
+    copy = agent_create(
+        agency_id=agent.agency_id, site=agent.site, user_id=user_id, is_active=False, **fields
+    )
+    for goal in agent.goals.all():
+        goal.pk = None
+        goal.id = uuid.uuid4()
+        goal.agent = copy
+        goal._state.adding = True
+        goal.save()
+    return copy
+
+
+@transaction.atomic
+def agent_create_from_template(
+    *,
+    template: AgentTemplate,
+    agency_id: uuid.UUID,
+    site: Site,
+    user_id: int | None = None,
+    **overrides: Any,
+) -> Agent:
+    """An inactive agent configured like ``template`` (its goals become goal rows)."""
+    fields = {name: getattr(template, name) for name in CONFIG_FIELDS if name != "id"}
+    fields.update(overrides)
+    fields.setdefault("slug", _unique_slug(site, slugify(fields["name"]) or template.slug))
+    fields.setdefault("is_active", False)
+    agent = agent_create(
+        agency_id=agency_id, site=site, user_id=user_id, template=template, **fields
+    )
+    goal_fields = {f.name for f in AgentGoal._meta.get_fields() if f.concrete} - {
+        "id", "agency", "agent", "created_at", "updated_at",
+    }  # fmt: skip
+    for goal in template.goals or []:
+        if isinstance(goal, dict) and goal.get("name"):
+            AgentGoal.objects.create(
+                agency_id=agency_id,
+                agent=agent,
+                **{k: v for k, v in goal.items() if k in goal_fields},
+            )
+    return agent

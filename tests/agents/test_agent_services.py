@@ -1,0 +1,98 @@
+"""Agent configuration services: validation, ai.agent.* events, duplicate and templates."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import Agent, AgentTemplate
+from agents.services import (
+    agent_activate,
+    agent_create,
+    agent_create_from_template,
+    agent_deactivate,
+    agent_delete,
+    agent_duplicate,
+    agent_update,
+)
+from core import tenancy
+from core.exceptions import ApplicationError
+from core.models import Event
+from tests.factories import AgencyFactory, SiteFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def site():  # type: ignore[no-untyped-def]
+    return SiteFactory.create(agency=AgencyFactory.create())
+
+
+def _events(agency_id: object) -> list[str]:
+    return list(
+        Event.objects.filter(agency_id=agency_id)
+        .order_by("created_at")
+        .values_list("event_type", flat=True)
+    )
+
+
+def test_create_update_activate_delete_emit_events(site) -> None:  # type: ignore[no-untyped-def]
+    with tenancy.agency_context(site.agency_id):
+        agent = agent_create(
+            agency_id=site.agency_id,
+            site=site,
+            name="Lead qualifier",
+            agent_type="specialist",
+            system_prompt="Qualify leads.",
+        )
+        assert agent.slug == "lead-qualifier"
+        agent_update(agent=agent, temperature="0.20")
+        agent_activate(agent=agent)
+        agent_deactivate(agent=agent)
+        agent_delete(agent=agent)
+        assert _events(site.agency_id) == [
+            "ai.agent.created",
+            "ai.agent.updated",
+            "ai.agent.updated",
+            "ai.agent.activated",
+            "ai.agent.updated",
+            "ai.agent.deactivated",
+            "ai.agent.deleted",
+        ]
+
+
+def test_invalid_patterns_and_cron_are_field_errors_and_nothing_is_written(site) -> None:  # type: ignore[no-untyped-def]
+    with tenancy.agency_context(site.agency_id):
+        with pytest.raises(ApplicationError) as error:
+            agent_create(
+                agency_id=site.agency_id,
+                site=site,
+                name="Bad",
+                agent_type="assistant",
+                system_prompt="x",
+                allowed_tools=["crm_**", "ok_*"],
+                trigger_schedule="every day",
+            )
+        assert set(error.value.extra["fields"]) == {"allowed_tools", "trigger_schedule"}
+        assert not Agent.objects.filter(site=site).exists()
+        assert _events(site.agency_id) == []
+
+
+def test_duplicate_slug_on_a_site_is_a_field_error(site) -> None:  # type: ignore[no-untyped-def]
+    with tenancy.agency_context(site.agency_id):
+        fields = {"name": "A", "agent_type": "assistant", "system_prompt": "x", "slug": "same"}
+        agent_create(agency_id=site.agency_id, site=site, **fields)
+        with pytest.raises(ApplicationError) as error:
+            agent_create(agency_id=site.agency_id, site=site, **fields)
+        assert "slug" in error.value.extra["fields"]
+
+
+def test_duplicate_and_create_from_template(site) -> None:  # type: ignore[no-untyped-def]
+    with tenancy.agency_context(site.agency_id):
+        template = AgentTemplate.objects.get(is_system=True, agent_type="guardian")
+        agent = agent_create_from_template(template=template, agency_id=site.agency_id, site=site)
+        assert agent.is_active is False
+        assert agent.system_prompt == template.system_prompt
+        assert agent.goals.count() == len([g for g in template.goals if g.get("name")])
+        copy = agent_duplicate(agent=agent)
+        assert copy.slug != agent.slug
+        assert copy.goals.count() == agent.goals.count()
