@@ -1,0 +1,189 @@
+"""E-mail through the outbox and Django's mail API after commit; drafts; in-app notifications."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+from django.core import mail
+from django.core.mail.backends.base import BaseEmailBackend
+
+from agents.models import Execution
+from core import realtime, tenancy
+from core.models import Event
+from crm.models import EmailMessage, EmailStatus
+from tests.crm.factories import ContactFactory
+from tests.factories import MembershipFactory
+from tests.tools.builtin.conftest import call, call_error, call_raw, make_ctx
+from tools.builtin.communication import message_id_for
+from tools.handlers import ToolContext, ToolResult
+
+EMAIL = {"to": ["ada@example.com", "bob@example.com"], "subject": "Quote", "body": "Here it is."}
+
+
+class RefusingBackend(BaseEmailBackend):
+    """A mail backend whose server refuses every message."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        raise ConnectionRefusedError("mail server refused the connection")
+
+
+def _row(ctx: ToolContext, email_id: str) -> EmailMessage:
+    with tenancy.agency_context(ctx.agency_id):
+        return EmailMessage.objects.get(id=email_id)
+
+
+def _send(ctx: ToolContext, args: dict[str, Any] = EMAIL) -> ToolResult:
+    result = call_raw(ctx, "email_send", args)
+    assert isinstance(result, ToolResult)
+    return result
+
+
+def _run(callbacks: list[Callable[[], None]]) -> None:
+    for callback in callbacks:
+        callback()
+
+
+def test_email_send_queues_then_sends_after_commit_and_marks_the_row_sent(
+    ctx: ToolContext, execution: Execution, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    contact = ContactFactory.create(agency=execution.agency, email="Ada@example.com")
+
+    result = _send(ctx)
+
+    row = _row(ctx, result.output["email_id"])
+    assert row.status == EmailStatus.QUEUED
+    assert (row.execution_id, row.agent_id, row.contact_id) == (
+        execution.id,
+        ctx.agent_id,
+        contact.id,
+    )
+    assert mailoutbox == []  # nothing leaves before the tool call's transaction commits
+
+    _run(result.after_commit)
+
+    [sent] = mailoutbox
+    assert sent.to == EMAIL["to"]
+    assert (sent.subject, sent.body) == ("Quote", "Here it is.")
+    assert sent.message()["Message-ID"] == message_id_for(ctx.idempotency_key)
+    row = _row(ctx, result.output["email_id"])
+    assert row.status == EmailStatus.SENT
+    assert row.sent_at is not None
+    assert row.provider_message_id == message_id_for(ctx.idempotency_key)
+
+
+def test_email_send_callback_run_twice_sends_once(
+    ctx: ToolContext, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    result = _send(ctx)
+
+    _run(result.after_commit)
+    _run(result.after_commit)
+
+    assert len(mailoutbox) == 1
+
+
+def test_email_send_replayed_call_reuses_its_outbox_row(
+    ctx: ToolContext, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    first = _send(ctx)
+    _run(first.after_commit)
+
+    again = _send(ctx)  # same execution and tool call id: same idempotency key
+    _run(again.after_commit)
+
+    assert again.output["email_id"] == first.output["email_id"]
+    assert again.output["already_sent"] is True
+    assert len(mailoutbox) == 1
+    with tenancy.agency_context(ctx.agency_id):
+        assert EmailMessage.objects.filter(agency_id=ctx.agency_id).count() == 1
+
+
+def test_message_ids_differ_per_tool_call(execution: Execution) -> None:
+    first = message_id_for(make_ctx(execution, "call_1").idempotency_key)
+    second = message_id_for(make_ctx(execution, "toolu_01 weird/id").idempotency_key)
+
+    assert first != second
+    assert first.startswith(f"<{execution.id}.call_1@")
+    assert " " not in second
+
+
+def test_email_send_failure_marks_the_row_failed(
+    ctx: ToolContext, settings: Any, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    settings.MAILERS = {"default": {"BACKEND": f"{__name__}.RefusingBackend"}}
+    result = _send(ctx)
+
+    _run(result.after_commit)
+
+    row = _row(ctx, result.output["email_id"])
+    assert row.status == EmailStatus.FAILED
+    assert "refused" in row.error
+    assert mailoutbox == []
+
+
+def test_email_send_rejects_bad_addresses(ctx: ToolContext) -> None:
+    error = call_error(ctx, "email_send", {**EMAIL, "to": ["not an address"]}, validate=False)
+
+    assert error.code == "invalid_argument"
+
+
+def test_email_draft_is_stored_as_draft_and_not_sent(
+    ctx: ToolContext, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    output = call(ctx, "email_draft", EMAIL)
+
+    assert _row(ctx, output["email_id"]).status == EmailStatus.DRAFT
+    assert output["status"] == "draft"
+    assert mailoutbox == []
+
+
+def test_notify_user_records_an_event_and_broadcasts_to_the_agency_after_commit(
+    ctx: ToolContext, execution: Execution, django_capture_on_commit_callbacks: Any
+) -> None:
+    member = MembershipFactory.create(agency=execution.agency)
+    with django_capture_on_commit_callbacks() as callbacks:
+        output = call(ctx, "notify_user", {"message": "Quote sent", "user_id": member.user.email})
+    # Run only the broadcast: the event's dispatch would enqueue a Celery task.
+    broadcasts = [c for c in callbacks if "broadcast_on_commit" in c.__qualname__]
+    assert len(broadcasts) == 1
+
+    def publish() -> None:
+        _run(broadcasts)
+        realtime.flush()
+
+    async def receive_broadcast() -> dict[str, Any]:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        group = realtime.agency_group(ctx.agency_id)
+        await layer.group_add(group, channel)
+        try:
+            await asyncio.to_thread(publish)
+            return await asyncio.wait_for(layer.receive(channel), 3)
+        finally:
+            await layer.group_discard(group, channel)
+
+    message = asyncio.run(receive_broadcast())
+
+    with tenancy.agency_context(ctx.agency_id):
+        event = Event.objects.get(id=output["notification_id"])
+    assert event.event_type == "ai.notification.created"
+    assert event.payload["message"] == "Quote sent"
+    assert event.payload["user_id"] == member.user_id
+    assert message["type"] == "notification"
+    assert (message["notification_id"], message["message"]) == (str(event.id), "Quote sent")
+    assert message["level"] == "info"
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ({"message": "hi", "channel": "sms"}, "unsupported_channel"),
+        ({"message": "hi", "user_id": "nobody@example.com"}, "not_found"),
+    ],
+)
+def test_notify_user_errors(ctx: ToolContext, args: dict[str, Any], code: str) -> None:
+    assert call_error(ctx, "notify_user", args).code == code

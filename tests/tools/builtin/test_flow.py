@@ -1,0 +1,83 @@
+"""wait parks the execution; trigger_workflow emits an event that subscribed agents start on."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from django.utils import timezone
+
+from core import tenancy
+from core.models import ActorType, Event
+from tests.tools.builtin.conftest import call, call_error, call_raw
+from tools.handlers import ToolContext, ToolResult
+
+
+def test_wait_parks_the_execution_until_a_time_in_the_future(ctx: ToolContext) -> None:
+    before = timezone.now()
+
+    result = call_raw(ctx, "wait", {"seconds": 90})
+
+    assert isinstance(result, ToolResult)
+    assert result.park_until is not None
+    assert result.park_until.tzinfo is not None
+    assert before + datetime.timedelta(seconds=90) <= result.park_until
+    assert result.park_until <= timezone.now() + datetime.timedelta(seconds=90)
+    assert result.output["waiting_until"] == result.park_until.isoformat()
+
+
+@pytest.mark.parametrize("seconds", [0, -5, 8 * 24 * 3600, "60", True])
+def test_wait_refuses_non_positive_and_unbounded_waits(ctx: ToolContext, seconds: object) -> None:
+    error = call_error(ctx, "wait", {"seconds": seconds}, validate=False)
+
+    assert error.code == "invalid_argument"
+
+
+def test_trigger_workflow_emits_the_event_as_the_agent(ctx: ToolContext) -> None:
+    output = call(
+        ctx,
+        "trigger_workflow",
+        {"workflow_id": "sales.lead.qualified", "input_data": {"contact_id": "c-1", "score": 9}},
+    )
+
+    with tenancy.agency_context(ctx.agency_id):
+        event = Event.objects.get(id=output["event_id"])
+    assert event.event_type == output["event_type"] == "sales.lead.qualified"
+    assert event.payload["input_data"] == {"contact_id": "c-1", "score": 9}
+    assert event.payload["execution_id"] == str(ctx.execution_id)
+    assert (event.actor_type, event.actor_id) == (ActorType.AGENT, str(ctx.agent_id))
+
+
+def test_trigger_workflow_bare_name_is_an_ai_workflow_event(ctx: ToolContext) -> None:
+    output = call(ctx, "trigger_workflow", {"workflow_id": "lead_followup"})
+
+    assert output["event_type"] == "ai.workflow.lead_followup"
+
+
+def test_trigger_workflow_replayed_call_returns_the_same_event(ctx: ToolContext) -> None:
+    first = call(ctx, "trigger_workflow", {"workflow_id": "ai.workflow.nightly"})
+    again = call(ctx, "trigger_workflow", {"workflow_id": "ai.workflow.nightly"})
+
+    assert again["event_id"] == first["event_id"]
+    with tenancy.agency_context(ctx.agency_id):
+        assert Event.objects.filter(event_type="ai.workflow.nightly").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("workflow_id", "code"),
+    [
+        ("ai.execution.completed", "reserved_event_type"),
+        ("ai.approval.resolved", "reserved_event_type"),
+        ("Sales.Lead", "invalid_argument"),
+        ("has space", "invalid_argument"),
+        ("trailing.", "invalid_argument"),
+    ],
+)
+def test_trigger_workflow_refuses_reserved_and_malformed_types(
+    ctx: ToolContext, workflow_id: str, code: str
+) -> None:
+    error = call_error(ctx, "trigger_workflow", {"workflow_id": workflow_id})
+
+    assert error.code == code
+    with tenancy.agency_context(ctx.agency_id):
+        assert not Event.objects.filter(agency_id=ctx.agency_id).exists()
