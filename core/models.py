@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 
@@ -93,3 +94,81 @@ class Membership(AgencyOwnedModel):
     @property
     def can_write(self) -> bool:
         return self.role in {Role.ADMIN, Role.STAFF}
+
+
+class ActorType(models.TextChoices):
+    USER = "user", "User"
+    AGENT = "agent", "Agent"
+    API = "api", "API client"
+    WEBHOOK = "webhook", "Webhook"
+    SYSTEM = "system", "System"
+
+
+# Dotted lower-case names: "crm.contact.created", "ai.execution.completed", "form.submitted".
+EVENT_TYPE_REGEX = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$"
+
+
+class Event(AgencyOwnedModel):
+    """The automation events log: every platform event and every ``ai.*`` event of seed 004.
+
+    Agents subscribe to event types (``Agent.trigger_events``); the dispatcher marks an event
+    ``processed_at`` once it has been matched against them, so a crash re-dispatches it.
+    """
+
+    site = models.ForeignKey(
+        Site, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    event_type = models.CharField(max_length=200, db_index=True)
+    payload = models.JSONField(default=dict, blank=True)
+    # Seed 004's logAutomationEvent metadata: which module and entity the event is about.
+    source_module = models.CharField(max_length=100, blank=True)
+    source_entity_type = models.CharField(max_length=100, blank=True)
+    source_entity_id = models.CharField(max_length=100, blank=True)
+    actor_type = models.CharField(
+        max_length=16, choices=ActorType.choices, default=ActorType.SYSTEM
+    )
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    actor_id = models.CharField(max_length=100, blank=True)  # agent id, API key prefix, ...
+    # A sender-chosen key (webhooks, API clients): the same key twice records one event.
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(
+                fields=["agency", "event_type", "-created_at"], name="core_event_type_idx"
+            ),
+            GinIndex(fields=["payload"], name="core_event_payload_gin"),
+            # The dispatcher's queue: only unprocessed events, oldest first.
+            models.Index(
+                fields=["created_at"],
+                name="core_event_unprocessed_idx",
+                condition=models.Q(processed_at__isnull=True),
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(actor_type__in=ActorType.values),
+                name="core_event_actor_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(event_type__regex=EVENT_TYPE_REGEX),
+                name="core_event_type_format",
+            ),
+            models.UniqueConstraint(
+                fields=["agency", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="core_event_unique_idempotency_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} @ {self.created_at:%Y-%m-%d %H:%M:%S}"
+

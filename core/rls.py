@@ -63,3 +63,24 @@ def allow_read_own_rows(table: str, *, name: str, column: str = "user_id") -> mi
         sql=f"CREATE POLICY {name} ON {table} FOR SELECT USING ({column} = app_current_user());",
         reverse_sql=f"DROP POLICY IF EXISTS {name} ON {table};",
     )
+
+
+def shared_rows_predicate(column: str = "agency_id") -> str:
+    # A tenant (or the platform) must be set: with no tenant a query still sees nothing at all.
+    return f"({column} IS NULL AND (app_current_agency() IS NOT NULL OR app_all_agencies()))"
+
+
+def allow_read_shared_rows(
+    table: str, *, name: str = "shared_rows_read", column: str = "agency_id"
+) -> migrations.RunSQL:
+    """An extra SELECT-only policy: platform rows (``agency_id IS NULL``) are readable by everyone.
+
+    For catalogues every agency uses (system tools, agent templates, model prices, default risk
+    rules). Writes still go through the tenant policy of :func:`enable_rls`, whose ``WITH CHECK``
+    is false for a NULL agency unless :func:`core.tenancy.platform_context` is on: an agency can
+    read the shared rows but neither insert, update nor delete them.
+    """
+    return migrations.RunSQL(
+        sql=(f"CREATE POLICY {name} ON {table} FOR SELECT USING {shared_rows_predicate(column)};"),
+        reverse_sql=f"DROP POLICY IF EXISTS {name} ON {table};",
+    )

@@ -32,12 +32,19 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 INSTALLED_APPS = [
     # core first: its `migrate` command overrides Django's to run as the owner role.
     "core",
+    "agents",
+    "tools",
+    "memory",
+    "approvals",
+    "usage",
+    "crm",
     "channels",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.postgres",  # ArrayField, GIN indexes
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
@@ -150,6 +157,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
 }
+
+# --- Secrets at rest ------------------------------------------------------------------------------
+# Fernet keys, primary first (core/crypto.py). Unset: development derives one from SECRET_KEY;
+# production.py requires the variable.
+AGENTDESK_ENCRYPTION_KEYS = env.list("AGENTDESK_ENCRYPTION_KEYS", default=[])
 
 # --- Demo data ------------------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = env.str("AGENTDESK_DEMO_USERNAME", default="demo")

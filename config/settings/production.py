@@ -1,11 +1,17 @@
 """Production: every secret from the environment, HTTPS, no debug. Used by docker-compose.yml."""
 
+from django.core.exceptions import ImproperlyConfigured
+
 from config.env import env
 from config.settings.base import *  # noqa: F403
 
 DEBUG = False
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")  # no default: refuse to start without one
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
+# No default and never derived from SECRET_KEY: stored provider keys need their own keys.
+AGENTDESK_ENCRYPTION_KEYS = [key for key in env.list("AGENTDESK_ENCRYPTION_KEYS") if key.strip()]
+if not AGENTDESK_ENCRYPTION_KEYS:
+    raise ImproperlyConfigured("Set AGENTDESK_ENCRYPTION_KEYS (core/crypto.py) in production")
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)

@@ -1,0 +1,243 @@
+"""Agents (seed 004 ``ai_agents``), their goals and the five agent-type templates."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from core.models import AgencyOwnedModel, Site
+
+
+class AgentType(models.TextChoices):
+    ASSISTANT = "assistant", "Assistant"  # general purpose
+    SPECIALIST = "specialist", "Specialist"  # one domain: sales, support, ...
+    ORCHESTRATOR = "orchestrator", "Orchestrator"  # delegates to other agents
+    ANALYST = "analyst", "Analyst"  # data analysis and reporting
+    GUARDIAN = "guardian", "Guardian"  # monitoring and alerting
+
+
+class ProviderName(models.TextChoices):
+    """LLM provider kinds, as the gateway in ``agents/llm`` knows them."""
+
+    OPENAI = "openai", "OpenAI"
+    ANTHROPIC = "anthropic", "Anthropic"
+    # Any server speaking the OpenAI Chat Completions API (Ollama, vLLM, llama.cpp, ...).
+    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible (local)"
+
+
+def _positive(field: str, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=models.Q(**{f"{field}__gt": 0}), name=name)
+
+
+class AgentConfig(models.Model):
+    """What an agent is and how it runs: shared by :class:`Agent` and :class:`AgentTemplate`."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    avatar_url = models.URLField(max_length=500, blank=True)
+    personality = models.TextField(blank=True)
+    agent_type = models.CharField(max_length=20, choices=AgentType.choices)
+    domain = models.CharField(max_length=100, blank=True)  # "sales", "support", "marketing", ...
+    capabilities = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+
+    system_prompt = models.TextField()
+    constraints = models.JSONField(default=list, blank=True)  # things the agent must NOT do
+    examples = models.JSONField(default=list, blank=True)  # few-shot examples
+
+    trigger_events = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    trigger_schedule = models.CharField(max_length=100, blank=True)  # a cron expression
+    trigger_conditions = models.JSONField(default=dict, blank=True)
+
+    llm_provider = models.CharField(
+        max_length=32, choices=ProviderName.choices, default=ProviderName.OPENAI
+    )
+    llm_model = models.CharField(max_length=100, default="gpt-4o")
+    temperature = models.DecimalField(max_digits=3, decimal_places=2, default=Decimal("0.70"))
+    max_tokens = models.PositiveIntegerField(default=4096)
+
+    max_steps_per_run = models.PositiveIntegerField(default=10)
+    max_tool_calls_per_step = models.PositiveIntegerField(default=3)
+    timeout_seconds = models.PositiveIntegerField(default=120)
+    max_runs_per_hour = models.PositiveIntegerField(default=60)
+    max_runs_per_day = models.PositiveIntegerField(default=500)
+
+    # Tool-name patterns with "*" wildcards (tools/patterns.py); denied wins, empty allows none.
+    allowed_tools = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    denied_tools = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+
+    class Meta:
+        abstract = True
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(agent_type__in=AgentType.values),
+                name="%(app_label)s_%(class)s_agent_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(llm_provider__in=ProviderName.values),
+                name="%(app_label)s_%(class)s_llm_provider_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(temperature__gte=0, temperature__lte=2),
+                name="%(app_label)s_%(class)s_temperature_range",
+            ),
+            _positive("max_tokens", "%(app_label)s_%(class)s_max_tokens_positive"),
+            _positive("max_steps_per_run", "%(app_label)s_%(class)s_max_steps_positive"),
+            _positive("max_tool_calls_per_step", "%(app_label)s_%(class)s_max_tool_calls_positive"),
+            _positive("timeout_seconds", "%(app_label)s_%(class)s_timeout_positive"),
+            _positive("max_runs_per_hour", "%(app_label)s_%(class)s_runs_per_hour_positive"),
+            _positive("max_runs_per_day", "%(app_label)s_%(class)s_runs_per_day_positive"),
+        ]
+
+
+class AgentTemplate(AgentConfig, AgencyOwnedModel):
+    """A starting point for a new agent ("create from template").
+
+    The five agent types of seed 004 are platform templates (``agency`` NULL, ``is_system``),
+    seeded by a data migration and readable by every agency (``core.rls.allow_read_shared_rows``);
+    an agency may keep its own templates next to them. A separate model rather than an
+    ``is_template`` flag on :class:`Agent`: a template belongs to no site, is never triggered and
+    has no stats, and platform templates need a NULL agency that agents must never have.
+    """
+
+    agency = models.ForeignKey(  # type: ignore[assignment]
+        "core.Agency", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    slug = models.SlugField(max_length=100)
+    is_system = models.BooleanField(default=False)
+    # Goal definitions as AgentGoal field dicts; "create from template" turns them into rows.
+    goals = models.JSONField(default=list, blank=True)
+    # Seed example keys with no column: managed agents, delegation rules, report templates, ...
+    extra_config = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["agent_type", "name"]
+        constraints = [
+            *AgentConfig.Meta.constraints,
+            models.UniqueConstraint(
+                fields=["agency", "slug"],
+                nulls_distinct=False,
+                name="agents_agenttemplate_unique_slug",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(is_system=True, agency__isnull=True)
+                | models.Q(is_system=False, agency__isnull=False),
+                name="agents_agenttemplate_system_iff_platform",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent_type} template)"
+
+
+class Agent(AgentConfig, AgencyOwnedModel):
+    """An AI agent of one site (seed 004 ``ai_agents``)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
+    slug = models.SlugField(max_length=100)
+    template = models.ForeignKey(
+        AgentTemplate, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
+    )
+
+    is_active = models.BooleanField(default=False)
+    is_public = models.BooleanField(default=False)  # offered in the marketplace
+
+    # Stats, updated by the runtime when an execution finishes.
+    total_runs = models.PositiveIntegerField(default=0)
+    successful_runs = models.PositiveIntegerField(default=0)
+    failed_runs = models.PositiveIntegerField(default=0)
+    total_tokens_used = models.PositiveBigIntegerField(default=0)
+    total_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal(0))
+    total_actions_taken = models.PositiveIntegerField(default=0)
+    avg_response_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [
+            models.Index(fields=["agent_type"], name="agents_agent_type_idx"),
+            models.Index(
+                fields=["is_active"],
+                name="agents_agent_active_idx",
+                condition=models.Q(is_active=True),
+            ),
+            # Which agents subscribe to an event: trigger_events @> ARRAY['crm.contact.created'].
+            GinIndex(fields=["trigger_events"], name="agents_agent_triggers_gin"),
+        ]
+        constraints = [
+            *AgentConfig.Meta.constraints,
+            models.UniqueConstraint(fields=["site", "slug"], name="agents_agent_unique_slug"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        # Foreign-key checks bypass row-level security: keep a site inside its own agency.
+        if self.site_id and self.agency_id and self.site.agency_id != self.agency_id:
+            raise ValidationError({"site": "The site belongs to another agency."})
+
+
+class Comparison(models.TextChoices):
+    GT = "gt", ">"
+    GTE = "gte", "≥"
+    LT = "lt", "<"
+    LTE = "lte", "≤"
+    EQ = "eq", "="
+
+
+class AgentGoal(AgencyOwnedModel):
+    """One goal of an agent with its success criterion (seed 004 ``ai_agent_goals``)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="goals")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    priority = models.PositiveSmallIntegerField(default=5)  # 1-10, higher = more important
+
+    success_metric = models.CharField(max_length=100, blank=True)  # "conversion_rate", ...
+    target_value = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    comparison = models.CharField(max_length=3, choices=Comparison.choices, blank=True)
+
+    is_recurring = models.BooleanField(default=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+
+    current_value = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    is_achieved = models.BooleanField(default=False)
+    achieved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-priority", "created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=1, priority__lte=10),
+                name="agents_agentgoal_priority_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(comparison__in=[*Comparison.values, ""]),
+                name="agents_agentgoal_comparison_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,161 @@
+"""Agents app models: uniqueness, templates, trace integrity and isolation in the database."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+
+from agents.models import (
+    Agent,
+    AgentTemplate,
+    AgentType,
+    Execution,
+    ExecutionStatus,
+    SkipReason,
+    TriggerLog,
+    TriggerOutcome,
+)
+from core import tenancy
+from tests.agents.factories import (
+    AgentFactory,
+    AgentGoalFactory,
+    AgentTemplateFactory,
+    ExecutionFactory,
+    ExecutionStepFactory,
+    TriggerLogFactory,
+)
+from tests.factories import AgencyFactory, SiteFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_agent_slug_is_unique_per_site() -> None:
+    agent = AgentFactory.create(slug="sdr")
+    other_site = SiteFactory.create(agency=agent.agency)
+    # The same slug on another site of the agency is fine ...
+    AgentFactory.create(agency=agent.agency, site=other_site, slug="sdr")
+    # ... on the same site it is refused by the database.
+    with pytest.raises(IntegrityError, match="agents_agent_unique_slug"), transaction.atomic():
+        AgentFactory.create(agency=agent.agency, site=agent.site, slug="sdr")
+
+
+def test_agent_clean_refuses_a_site_of_another_agency() -> None:
+    agent = AgentFactory.create()
+    foreign_site = SiteFactory.create()
+    with tenancy.platform_context():
+        agent.site = foreign_site
+        with pytest.raises(ValidationError, match="another agency"):
+            agent.full_clean()
+
+
+def test_factories_give_children_their_parents_agency() -> None:
+    goal = AgentGoalFactory.create()
+    step = ExecutionStepFactory.create()
+    assert goal.agency_id == goal.agent.agency_id
+    assert step.agency_id == step.execution.agency_id == step.execution.agent.agency_id
+    assert step.execution.site_id == step.execution.agent.site_id
+
+
+def test_five_agent_type_templates_are_seeded_for_every_agency() -> None:
+    a, b = AgencyFactory.create(), AgencyFactory.create()
+    for agency in (a, b):
+        with tenancy.agency_context(agency.id):
+            templates = {t.agent_type: t for t in AgentTemplate.objects.filter(is_system=True)}
+        assert set(templates) == set(AgentType.values)
+    specialist = templates[AgentType.SPECIALIST]
+    assert specialist.name == "SDR Agent"
+    assert specialist.domain == "sales"
+    assert specialist.trigger_events == ["crm.contact.created", "form.submitted"]
+    assert specialist.trigger_schedule == "0 * * * *"
+    assert "email_send" in specialist.allowed_tools
+    assert "Score the lead based on ICP fit" in specialist.system_prompt
+    assert [g["name"] for g in specialist.goals] == [
+        "Lead Qualification",
+        "Response Rate",
+        "Meeting Bookings",
+    ]
+    assert (
+        templates[AgentType.ASSISTANT].constraints[0] == "Never send emails without user approval"
+    )
+    assert templates[AgentType.ORCHESTRATOR].extra_config["managed_agents"][0] == (
+        "onboarding_specialist"
+    )
+    assert templates[AgentType.GUARDIAN].allowed_tools == ["data_query", "notify_user"]
+    assert all(t.agency_id is None and t.system_prompt for t in templates.values())
+
+
+def test_an_agencys_own_template_is_invisible_to_other_agencies() -> None:
+    own = AgentTemplateFactory.create(slug="my-sdr")
+    assert own.agency_id is not None
+    other = AgencyFactory.create()
+    with tenancy.agency_context(other.id):
+        assert not AgentTemplate.objects.filter(pk=own.pk).exists()
+        assert AgentTemplate.objects.filter(is_system=True).count() >= 5
+    with tenancy.agency_context(own.agency_id):
+        assert AgentTemplate.objects.filter(pk=own.pk).exists()
+
+
+def test_agency_cannot_change_platform_templates() -> None:
+    agency = AgencyFactory.create()
+    with tenancy.agency_context(agency.id), connection.cursor() as cursor:
+        cursor.execute("UPDATE agents_agenttemplate SET name = 'hijacked' WHERE agency_id IS NULL")
+        assert cursor.rowcount == 0
+
+
+def test_step_numbers_are_unique_within_an_execution() -> None:
+    step = ExecutionStepFactory.create(step_number=1)
+    ExecutionStepFactory.create(step_number=1)  # another execution: fine
+    with (
+        pytest.raises(IntegrityError, match="agents_executionstep_unique_number"),
+        transaction.atomic(),
+    ):
+        ExecutionStepFactory.create(execution=step.execution, step_number=1)
+
+
+def test_a_skipped_trigger_must_say_why() -> None:
+    log = TriggerLogFactory.create(
+        outcome=TriggerOutcome.SKIPPED, skip_reason=SkipReason.BUDGET_EXCEEDED
+    )
+    with tenancy.agency_context(log.agency_id):
+        with pytest.raises(IntegrityError, match="skip_reason_valid"), transaction.atomic():
+            TriggerLog.objects.filter(pk=log.pk).update(skip_reason="")
+        # ... and an invocation carries no skip reason.
+        with pytest.raises(IntegrityError, match="skip_reason_valid"), transaction.atomic():
+            TriggerLog.objects.filter(pk=log.pk).update(outcome=TriggerOutcome.INVOKED)
+
+
+def test_execution_statuses_are_exactly_the_runtime_states() -> None:
+    assert ExecutionStatus.values == [
+        "pending",
+        "running",
+        "waiting_approval",
+        "waiting_input",
+        "completed",
+        "failed",
+        "cancelled",
+        "timed_out",
+    ]
+
+
+def test_agents_and_executions_are_invisible_to_other_agencies() -> None:
+    execution = ExecutionFactory.create()
+    other = AgencyFactory.create()
+    with tenancy.agency_context(other.id):
+        assert not Agent.objects.filter(pk=execution.agent_id).exists()
+        assert not Execution.objects.filter(pk=execution.pk).exists()
+    with tenancy.agency_context(execution.agency_id):
+        assert Execution.objects.get(pk=execution.pk).agent_id == execution.agent_id
+
+
+def test_seed_indexes_exist() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename IN ('agents_agent', 'agents_triggerlog', 'agents_execution')"
+        )
+        indexes = dict(cursor.fetchall())
+    assert "USING gin (trigger_events)" in indexes["agents_agent_triggers_gin"]
+    assert "USING gin (payload)" in indexes["agents_triggerlog_payload_gin"]
+    assert "WHERE is_active" in indexes["agents_agent_active_idx"]
+    assert "WHERE ((status)::text = 'running'" in indexes["agents_execution_lease_idx"]

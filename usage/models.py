@@ -1,0 +1,199 @@
+"""Usage and cost: daily and per-period usage (seed 004), daily budgets (seed 001), model prices."""
+
+from __future__ import annotations
+
+import datetime
+from decimal import Decimal
+
+from django.db import models
+from django.utils import timezone
+
+from agents.models import Agent, ProviderName
+from core.models import AgencyOwnedModel, Site
+
+
+def _non_negative(fields: list[str], name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(
+        condition=models.Q(**{f"{field}__gte": 0 for field in fields}), name=name
+    )
+
+
+def today() -> datetime.date:
+    """Today in the project's time zone (budgets reset at local midnight)."""
+    return timezone.localdate()
+
+
+class UsageDaily(AgencyOwnedModel):
+    """Usage of one day, per agent and model (seed 004 ``ai_usage_daily``, one row per site/day).
+
+    Finer than the seed (it kept a ``runs_by_agent`` JSON): per-agent and per-model rows let the
+    runtime upsert with one ``ON CONFLICT`` and make "cost by agent / by model" a GROUP BY. The
+    agent reference is kept without a database foreign key so that deleting an agent keeps its
+    billing history.
+    """
+
+    site = models.ForeignKey(
+        Site, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    agent = models.ForeignKey(
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    date = models.DateField()
+    provider = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+
+    agent_runs = models.PositiveIntegerField(default=0)
+    llm_calls = models.PositiveIntegerField(default=0)
+    tool_calls = models.PositiveIntegerField(default=0)
+    tokens_input = models.PositiveBigIntegerField(default=0)
+    tokens_output = models.PositiveBigIntegerField(default=0)
+    tokens_cache_read = models.PositiveBigIntegerField(default=0)
+    tokens_cache_write = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal(0))
+
+    class Meta:
+        ordering = ["-date"]
+        verbose_name_plural = "daily usage"
+        indexes = [models.Index(fields=["site", "-date"], name="usage_daily_site_date_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agency", "site", "agent", "date", "provider", "model"],
+                nulls_distinct=False,
+                name="usage_usagedaily_unique_row",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.date} {self.model or '-'}: {self.cost_usd} USD"
+
+    @property
+    def tokens_used(self) -> int:
+        return (
+            self.tokens_input
+            + self.tokens_output
+            + self.tokens_cache_read
+            + self.tokens_cache_write
+        )
+
+
+class UsagePeriod(AgencyOwnedModel):
+    """Usage of a billing period against its included quota (seed 004 ``ai_usage_tracking``)."""
+
+    site = models.ForeignKey(
+        Site, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    period_start = models.DateField()
+    period_end = models.DateField()
+
+    total_agent_runs = models.PositiveIntegerField(default=0)
+    total_tokens_input = models.PositiveBigIntegerField(default=0)
+    total_tokens_output = models.PositiveBigIntegerField(default=0)
+    total_tool_calls = models.PositiveIntegerField(default=0)
+    total_approvals = models.PositiveIntegerField(default=0)
+    usage_by_provider = models.JSONField(default=dict, blank=True)
+    estimated_cost = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal(0))
+
+    included_runs = models.PositiveIntegerField(default=500)
+    included_tokens = models.PositiveBigIntegerField(default=500_000)
+    overage_runs = models.PositiveIntegerField(default=0)
+    overage_tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-period_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agency", "site", "period_start", "period_end"],
+                nulls_distinct=False,
+                name="usage_usageperiod_unique_period",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(period_end__gte=models.F("period_start")),
+                name="usage_usageperiod_period_order",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.period_start} to {self.period_end}"
+
+
+class Budget(AgencyOwnedModel):
+    """An agency's spending for one day against its limit (seed 001 ``agent_budget``).
+
+    The runtime reserves a step's maximum cost (``reserved_usd``) before calling the model and
+    settles it into ``used_usd`` afterwards, both with a conditional UPDATE, so that concurrent
+    runs cannot overspend: the CHECK constraint refuses ``used + reserved > limit``.
+    """
+
+    date = models.DateField(default=today)
+    limit_usd = models.DecimalField(max_digits=12, decimal_places=4, default=Decimal("5.00"))
+    used_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    reserved_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+
+    invocations_count = models.PositiveIntegerField(default=0)  # triggers that started a run
+    executions_started = models.PositiveIntegerField(default=0)
+    executions_completed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-date"]
+        constraints = [
+            models.UniqueConstraint(fields=["agency", "date"], name="usage_budget_unique_day"),
+            _non_negative(["limit_usd", "used_usd", "reserved_usd"], "usage_budget_non_negative"),
+            models.CheckConstraint(
+                condition=models.Q(used_usd__lte=models.F("limit_usd") - models.F("reserved_usd")),
+                name="usage_budget_within_limit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.date}: {self.used_usd} / {self.limit_usd} USD"
+
+    @property
+    def remaining_usd(self) -> Decimal:
+        return self.limit_usd - self.used_usd - self.reserved_usd
+
+
+class ModelPrice(AgencyOwnedModel):
+    """List price of a model in USD per million tokens.
+
+    Platform prices (``agency`` NULL) are seeded by a migration and readable by every agency;
+    they are editable (admin, superusers) because providers change prices. An agency row for the
+    same provider and model overrides the platform price (a negotiated rate).
+    """
+
+    agency = models.ForeignKey(  # type: ignore[assignment]
+        "core.Agency", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    provider = models.CharField(max_length=32, choices=ProviderName.choices)
+    model = models.CharField(max_length=100)
+    input_per_mtok = models.DecimalField(max_digits=12, decimal_places=6)
+    output_per_mtok = models.DecimalField(max_digits=12, decimal_places=6)
+    cache_read_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    cache_write_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["provider", "model"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agency", "provider", "model"],
+                nulls_distinct=False,
+                name="usage_modelprice_unique_model",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(provider__in=ProviderName.values),
+                name="usage_modelprice_provider_valid",
+            ),
+            _non_negative(["input_per_mtok", "output_per_mtok"], "usage_modelprice_non_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model}"
