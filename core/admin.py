@@ -1,19 +1,23 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from core.admin_scoping import (
     AgencyScopedAdmin,
     NotFoundIs404Mixin,
+    ReadOnlyAdminMixin,
     request_agency,
     request_membership,
 )
-from core.models import Agency, Membership, Role, Site, User
+from core.models import Agency, Event, Membership, Role, Site, User
 
 
 @admin.register(User)
@@ -87,3 +91,28 @@ class MembershipAdmin(AgencyScopedAdmin):
         if db_field.name == "user" and agency is not None:
             kwargs["queryset"] = User.objects.filter(membership__agency=agency)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    """The automation events log, read-only: events are emitted by services and the API."""
+
+    list_display = [
+        "event_type", "source_module", "source_entity_type", "source_entity_id", "actor_type",
+        "created_at", "processed_at",
+    ]  # fmt: skip
+    list_filter = ["actor_type", "source_module", "source_entity_type"]
+    date_hierarchy = "created_at"
+    search_fields = ["event_type", "source_entity_id", "actor_id"]
+    fields = [
+        "event_type", "site", "payload_pretty", "source_module", "source_entity_type",
+        "source_entity_id", "actor_type", "actor_user", "actor_id", "idempotency_key",
+        "created_at", "processed_at",
+    ]  # fmt: skip
+
+    @admin.display(description="Payload")
+    def payload_pretty(self, obj: Event | None) -> SafeString | str:
+        if obj is None or not obj.payload:
+            return "-"
+        text = json.dumps(obj.payload, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)

@@ -1,0 +1,102 @@
+"""Agent templates: the five platform templates (view-only below superusers) and an agency's own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from agents.admin.common import EMPTY
+from agents.admin.forms import AgentTemplateForm
+from agents.models import AgentTemplate
+from core.admin_scoping import SharedRowsAdmin, request_agency
+
+
+def from_template_url(template: AgentTemplate) -> str:
+    return f"{reverse('admin:agents_agent_from_template')}?template={template.pk}"
+
+
+@admin.register(AgentTemplate)
+class AgentTemplateAdmin(SharedRowsAdmin):
+    form = AgentTemplateForm
+    list_display = ["name", "slug", "agent_type", "domain", "is_system", "llm_model"]
+    list_filter = ["agent_type", "is_system", "domain"]
+    search_fields = ["name", "slug", "description", "domain"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["is_system", "create_agent_link", "created_at", "updated_at"]
+    actions = ["create_agent"]
+    fieldsets = [
+        (
+            "Identity",
+            {
+                "fields": [
+                    "name",
+                    "slug",
+                    "agent_type",
+                    "domain",
+                    "description",
+                    "avatar_url",
+                    "capabilities",
+                    "is_system",
+                    "create_agent_link",
+                ]
+            },
+        ),
+        (
+            "Behaviour",
+            {"fields": ["personality", "system_prompt", "goals", "constraints", "examples"]},
+        ),
+        ("Tools", {"fields": ["allowed_tools", "denied_tools"]}),
+        ("Model", {"fields": ["llm_provider", "llm_model", "temperature", "max_tokens"]}),
+        (
+            "Limits",
+            {
+                "fields": [
+                    "max_steps_per_run",
+                    "max_tool_calls_per_step",
+                    "timeout_seconds",
+                    "max_runs_per_hour",
+                    "max_runs_per_day",
+                ]
+            },
+        ),
+        ("Triggers", {"fields": ["trigger_events", "trigger_schedule", "trigger_conditions"]}),
+        (
+            "More",
+            {"fields": ["extra_config", "created_at", "updated_at"], "classes": ["collapse"]},
+        ),
+    ]
+
+    @admin.display(description="New agent")
+    def create_agent_link(self, obj: AgentTemplate | None) -> SafeString | str:
+        if obj is None or obj.pk is None:
+            return EMPTY
+        return format_html(
+            '<a href="{}">Create an agent from this template</a>', from_template_url(obj)
+        )
+
+    def save_model(self, request: HttpRequest, obj: AgentTemplate, form: Any, change: bool) -> None:
+        agency = request_agency(request)
+        if agency is not None:
+            obj.agency = agency
+        obj.is_system = obj.agency_id is None  # a template without an agency is the platform's
+        super().save_model(request, obj, form, change)
+
+    def has_create_agent_permission(self, request: HttpRequest) -> bool:
+        return self._can_write(request)
+
+    @admin.action(
+        description="Create an agent from the selected template", permissions=["create_agent"]
+    )
+    def create_agent(
+        self, request: HttpRequest, queryset: QuerySet[AgentTemplate]
+    ) -> HttpResponse | None:
+        if len(queryset) != 1:
+            self.message_user(request, "Select exactly one template.", messages.WARNING)
+            return None
+        return HttpResponseRedirect(from_template_url(queryset[0]))

@@ -1,0 +1,79 @@
+"""Display helpers shared by the admins of every app: links between related rows, JSON shown
+readably, read-only inlines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from core.admin_scoping import ScopedInlineMixin
+
+EMPTY = "-"
+
+
+def admin_url(obj: Model, action: str = "change") -> str:
+    opts = obj._meta
+    return reverse(f"admin:{opts.app_label}_{opts.model_name}_{action}", args=[obj.pk])
+
+
+def link(obj: Model | None, text: object = None) -> SafeString | str:
+    """A link to ``obj``'s change page (its view page for read-only admins)."""
+    if obj is None:
+        return EMPTY
+    try:
+        url = admin_url(obj)
+    except NoReverseMatch:  # not registered in the admin
+        return str(text if text is not None else obj)
+    return format_html('<a href="{}">{}</a>', url, text if text is not None else obj)
+
+
+def changelist_url(model: type[Model], **filters: object) -> str:
+    opts = model._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+    return f"{url}?{urlencode({k: str(v) for k, v in filters.items()})}" if filters else url
+
+
+def changelist_link(model: type[Model], text: object, **filters: object) -> SafeString:
+    return format_html('<a href="{}">{}</a>', changelist_url(model, **filters), text)
+
+
+def pretty_json(value: Any) -> SafeString | str:
+    """JSON indented in a <pre> block (Django shows a JSONField as one long line)."""
+    if value in (None, {}, []):
+        return EMPTY
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)
+
+
+def short_id(obj: Model) -> str:
+    return str(obj.pk)[:8]
+
+
+class ReadOnlyInline(ScopedInlineMixin, admin.TabularInline[Any, Any]):
+    """History rows under their parent: shown, never added, edited or deleted."""
+
+    read_only = True
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.fields or [f.name for f in self.model._meta.fields]
+
+
+def json_display(field: str, description: str | None = None) -> Any:
+    """A read-only column/field showing JSON ``field`` indented (use as a class attribute)."""
+
+    @admin.display(description=description or field.replace("_", " "))
+    def show(self: Any, obj: Model | None) -> SafeString | str:
+        return pretty_json(getattr(obj, field, None)) if obj is not None else EMPTY
+
+    return show

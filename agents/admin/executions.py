@@ -1,0 +1,237 @@
+"""Runs and their traces, read-only: executions (with their steps, tool calls and state changes
+inline), steps and the trigger log. Cancelling a run is the one thing staff may do here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.utils.safestring import SafeString
+
+from agents.admin.common import EMPTY, ReadOnlyInline, changelist_link, json_display, link
+from agents.models import (
+    DecisionPoint,
+    Execution,
+    ExecutionStep,
+    StateTransition,
+    TriggerLog,
+)
+from agents.services import execution_cancel
+from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
+from tools.models import ToolCall
+
+AGENT_FILTER = ("agent", admin.RelatedOnlyFieldListFilter)
+
+
+class ExecutionStepInline(ReadOnlyInline):
+    model = ExecutionStep
+    fields = [
+        "step_number", "step_type", "tool_name", "model", "tokens_input", "tokens_output",
+        "cost_usd", "duration_ms", "started_at",
+    ]  # fmt: skip
+    ordering = ["step_number"]
+    verbose_name_plural = "Steps"
+
+
+class ToolCallInline(ReadOnlyInline):
+    model = ToolCall
+    fk_name = "execution"
+    fields = ["tool_name", "status", "step", "error_code", "duration_ms", "started_at"]
+    ordering = ["created_at"]
+    verbose_name_plural = "Tool calls"
+
+
+class StepToolCallInline(ToolCallInline):
+    fk_name = "step"
+    fields = ["tool_name", "status", "error_code", "duration_ms", "started_at"]
+
+
+class StateTransitionInline(ReadOnlyInline):
+    model = StateTransition
+    fields = [
+        "sequence", "from_state", "to_state", "transition_type", "transition_reason",
+        "entered_at", "duration_ms",
+    ]  # fmt: skip
+    ordering = ["sequence"]
+    show_change_link = False
+    verbose_name_plural = "State transitions"
+
+
+class DecisionPointInline(ReadOnlyInline):
+    model = DecisionPoint
+    fields = ["decision_type", "decision_question", "chosen_option", "confidence_score"]
+    ordering = ["decided_at"]
+    verbose_name_plural = "Decision points"
+
+
+@admin.register(Execution)
+class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = [
+        "__str__", "agent", "status", "trigger_type", "stop_reason", "tokens_total", "cost_usd",
+        "tool_call_count", "duration_ms", "created_at",
+    ]  # fmt: skip
+    list_filter = ["status", "trigger_type", "stop_reason", AGENT_FILTER]
+    list_select_related = ["agent"]
+    date_hierarchy = "created_at"
+    search_fields = ["agent__name", "input", "output", "error", "trace_id"]
+    actions = ["cancel"]
+    inlines = [ExecutionStepInline, ToolCallInline, StateTransitionInline, DecisionPointInline]
+    trigger_data_pretty = json_display("trigger_data", "Trigger data")
+    result_pretty = json_display("result", "Result")
+    actions_taken_pretty = json_display("actions_taken", "Actions taken")
+    error_details_pretty = json_display("error_details", "Error details")
+    input_request_pretty = json_display("input_request", "Input request")
+    config_snapshot_pretty = json_display("config_snapshot", "Configuration snapshot")
+    fieldsets = [
+        (
+            "Run",
+            {
+                "fields": [
+                    "agent",
+                    "site",
+                    "parent",
+                    "status",
+                    "stop_reason",
+                    "trigger_type",
+                    "trigger_event",
+                    "triggered_by",
+                    "cancel_requested_at",
+                    "related_links",
+                ]
+            },
+        ),
+        ("Input", {"fields": ["input", "trigger_data_pretty"]}),
+        (
+            "Outcome",
+            {
+                "fields": [
+                    "output",
+                    "result_pretty",
+                    "actions_taken_pretty",
+                    "error",
+                    "error_details_pretty",
+                ]
+            },
+        ),
+        (
+            "Usage",
+            {
+                "fields": [
+                    "tokens_input",
+                    "tokens_output",
+                    "tokens_cache_read",
+                    "tokens_cache_write",
+                    "tokens_total",
+                    "cost_usd",
+                    "llm_call_count",
+                    "tool_call_count",
+                ]
+            },
+        ),
+        ("Timing", {"fields": ["created_at", "started_at", "completed_at", "duration_ms"]}),
+        (
+            "Runtime",
+            {
+                "fields": [
+                    "current_step",
+                    "attempts",
+                    "sequence",
+                    "lease_owner",
+                    "lease_expires_at",
+                    "wait_until",
+                    "input_request_pretty",
+                    "trace_id",
+                    "config_snapshot_pretty",
+                ],
+                "classes": ["collapse"],
+            },
+        ),
+    ]
+
+    @admin.display(description="Related")
+    def related_links(self, obj: Execution | None) -> SafeString | str:
+        if obj is None:
+            return EMPTY
+        from approvals.models import Approval  # noqa: PLC0415 - approvals imports agents
+
+        links = [
+            changelist_link(ExecutionStep, "steps", execution__id__exact=obj.pk),
+            changelist_link(ToolCall, "tool calls", execution__id__exact=obj.pk),
+            changelist_link(TriggerLog, "trigger log", execution__id__exact=obj.pk),
+            changelist_link(Approval, "approvals", execution__id__exact=obj.pk, status="all"),
+        ]
+        return SafeString(" · ".join(links))
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return self._can_write(request)
+
+    @admin.action(description="Cancel selected executions", permissions=["cancel"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Execution]) -> None:
+        done = 0
+        for execution in queryset:
+            if not execution.is_terminal:
+                execution_cancel(execution=execution, reason=f"Cancelled by {request.user}.")
+                done += 1
+        self.message_user(request, f"Cancelled {done} execution(s).", messages.SUCCESS)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        extra = {**(extra_context or {}), "can_cancel": self.has_cancel_permission(request)}
+        return super().change_view(request, object_id, form_url, extra)
+
+
+@admin.register(ExecutionStep)
+class ExecutionStepAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = [
+        "__str__", "execution_link", "step_type", "tool_name", "model", "tokens_input",
+        "tokens_output", "cost_usd", "duration_ms", "created_at",
+    ]  # fmt: skip
+    list_filter = ["step_type", "model"]
+    date_hierarchy = "created_at"
+    search_fields = ["tool_name", "reasoning", "output_text", "input_text"]
+    inlines = [StepToolCallInline]
+    llm_response_pretty = json_display("llm_response", "LLM response")
+    tool_input_pretty = json_display("tool_input", "Tool input")
+    tool_output_pretty = json_display("tool_output", "Tool output")
+    fields = [
+        "execution", "step_number", "step_type", "input_text", "reasoning", "output_text",
+        "model", "llm_response_pretty", "tool_name", "tool_call_id", "tool_input_pretty",
+        "tool_output_pretty", "tokens_input", "tokens_output", "tokens_cache_read",
+        "tokens_cache_write", "cost_usd", "started_at", "completed_at", "duration_ms",
+    ]  # fmt: skip
+
+    @admin.display(description="Execution", ordering="execution__created_at")
+    def execution_link(self, obj: ExecutionStep) -> SafeString | str:
+        return link(obj.execution)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).select_related("execution")
+
+
+@admin.register(TriggerLog)
+class TriggerLogAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = [
+        "triggered_at", "agent", "trigger_type", "event_type", "outcome", "skip_reason",
+        "execution_link",
+    ]  # fmt: skip
+    list_filter = ["outcome", "skip_reason", "trigger_type", AGENT_FILTER]
+    list_select_related = ["agent", "execution"]
+    date_hierarchy = "triggered_at"
+    search_fields = ["event_type", "skip_detail", "agent__name"]
+    payload_pretty = json_display("payload", "Payload")
+    fields = [
+        "triggered_at", "agent", "site", "trigger_type", "event_type", "event",
+        "payload_pretty", "outcome", "skip_reason", "skip_detail", "execution",
+        "budget_used_today_usd", "budget_remaining_usd",
+    ]  # fmt: skip
+
+    @admin.display(description="Execution")
+    def execution_link(self, obj: TriggerLog) -> SafeString | str:
+        return link(obj.execution) if obj.execution_id else EMPTY

@@ -1,0 +1,134 @@
+"""Admin forms: agent configuration checked by the agent services' own validation, and the LLM
+provider's write-only API key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from agents.models import Agent, AgentTemplate, LLMProvider
+from agents.services import validate_agent_fields
+from core.exceptions import ApplicationError
+from core.models import Site
+
+PATTERN_HELP = (
+    "Comma-separated tool-name patterns. '*' matches any run of characters: 'crm_*' (every CRM "
+    "tool), '*_send', 'crm_*_contact', '*' (every tool). {extra}"
+)
+HELP_TEXTS = {
+    "allowed_tools": PATTERN_HELP.format(
+        extra="An empty list allows no tools: the agent answers but cannot act."
+    ),
+    "denied_tools": PATTERN_HELP.format(extra="Denied patterns win over allowed ones."),
+    "trigger_events": (
+        "Comma-separated event types that start this agent, e.g. 'crm.contact.created, "
+        "form.submitted'."
+    ),
+    "trigger_schedule": (
+        "A standard 5-field cron expression (minute hour day-of-month month day-of-week) in "
+        f"{settings.TIME_ZONE}, e.g. '0 9 * * 1-5' for weekdays at 09:00. It runs only while "
+        "the agent is active."
+    ),
+    "trigger_conditions": "JSON conditions on the trigger payload; {} starts on every trigger.",
+    "constraints": 'JSON list of things the agent must NOT do, e.g. ["Never promise discounts"].',
+    "examples": "JSON list of few-shot examples.",
+    "capabilities": "Comma-separated capability names.",
+}
+LABELS = {"llm_provider": "LLM provider", "llm_model": "LLM model", "avatar_url": "Avatar URL"}
+
+
+CHECKED_FIELDS = ("allowed_tools", "denied_tools", "trigger_schedule")
+
+
+def add_application_error(form: forms.BaseForm, exc: ApplicationError) -> None:
+    """Put a service's field errors (``extra["fields"]``) on the form's fields."""
+    fields: dict[str, list[str]] = exc.extra.get("fields") or {}
+    for name, messages in fields.items():
+        form.add_error(name if name in form.fields else None, list(messages))
+    if not fields:
+        form.add_error(None, exc.message)
+
+
+class AgentConfigForm(forms.ModelForm[Any]):
+    """Patterns and cron are checked by the same function the services use, so that the admin
+    refuses exactly what the API refuses, on the field."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        try:
+            validate_agent_fields({n: cleaned[n] for n in CHECKED_FIELDS if n in cleaned})
+        except ApplicationError as exc:
+            add_application_error(self, exc)
+        return cleaned
+
+
+class AgentForm(AgentConfigForm):
+    class Meta:
+        model = Agent
+        fields = CHECKED_FIELDS  # the admin adds the fields of its fieldsets
+        help_texts = HELP_TEXTS
+        labels = LABELS
+
+
+class AgentTemplateForm(AgentConfigForm):
+    class Meta:
+        model = AgentTemplate
+        fields = CHECKED_FIELDS  # the admin adds the fields of its fieldsets
+        labels = LABELS
+        help_texts = {
+            **HELP_TEXTS,
+            "goals": 'JSON list of goals, e.g. [{"name": "Qualify leads", "priority": 8}].',
+        }
+
+
+class LLMProviderForm(forms.ModelForm[LLMProvider]):
+    """The key is write-only: never rendered back, blank keeps the stored one."""
+
+    api_key = forms.CharField(
+        required=False,
+        label="API key",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only: the stored key is never shown. Leave blank to keep it.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+
+    class Meta:
+        model = LLMProvider
+        fields = ("provider_name",)  # the admin adds the fields of its fieldsets
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        if cleaned.get("api_key") and cleaned.get("clear_api_key"):
+            self.add_error("clear_api_key", "Either enter a new key or remove the stored one.")
+        return cleaned
+
+    def apply_api_key(self, provider: LLMProvider) -> None:
+        """Encrypt a new key into ``provider`` (or clear it); the caller saves."""
+        if self.cleaned_data.get("api_key"):
+            provider.set_api_key(self.cleaned_data["api_key"])
+        elif self.cleaned_data.get("clear_api_key"):
+            provider.set_api_key("")
+
+
+class FromTemplateForm(forms.Form):
+    """Create from template: which template, on which site, optionally named."""
+
+    template = forms.ModelChoiceField(queryset=AgentTemplate.objects.none())
+    site = forms.ModelChoiceField(queryset=Site.objects.none())
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Leave blank to use the template's name."
+    )
+    slug = forms.SlugField(
+        max_length=100, required=False, help_text="Leave blank to derive it from the name."
+    )
+
+
+class RunForm(forms.Form):
+    input = forms.CharField(
+        label="Instruction",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+        help_text="What the agent should do on this run (optional: it works on its goals).",
+    )

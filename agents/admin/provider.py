@@ -1,0 +1,61 @@
+"""LLM providers: the API key is write-only; the admin shows whether one is set, never the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from agents.admin.forms import LLMProviderForm
+from agents.models import LLMProvider
+from core.admin_scoping import AgencyScopedAdmin
+
+KEY_INPUTS = ("api_key", "clear_api_key")
+
+
+@admin.register(LLMProvider)
+class LLMProviderAdmin(AgencyScopedAdmin):
+    form = LLMProviderForm
+    list_display = [
+        "provider_name", "site", "is_active", "is_default", "default_model", "api_key_status",
+    ]  # fmt: skip
+    list_filter = ["provider_name", "is_active", "is_default"]
+    list_select_related = ["site"]
+    search_fields = ["default_model", "api_endpoint"]
+    readonly_fields = ["api_key_status", "created_at", "updated_at"]
+    fieldsets = [
+        (None, {"fields": ["provider_name", "site", "is_active", "is_default"]}),
+        (
+            "Credentials",
+            {"fields": ["api_key_status", *KEY_INPUTS, "api_endpoint", "organization_id"]},
+        ),
+        ("Models", {"fields": ["available_models", "default_model"]}),
+        ("Limits", {"fields": ["requests_per_minute", "tokens_per_minute"]}),
+        ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+    ]
+
+    @admin.display(description="API key")
+    def api_key_status(self, obj: LLMProvider | None) -> str:
+        if obj is None or not obj.has_api_key:
+            return "not set"
+        return f"set (ends in …{obj.api_key_hint})" if obj.api_key_hint else "set"
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        can_write = (
+            self.has_change_permission(request, obj)
+            if obj is not None
+            else self.has_add_permission(request)
+        )
+        if can_write:
+            return fieldsets
+        # The key inputs are form-only fields: a read-only page has no form to take them from.
+        return [
+            (name, {**opts, "fields": [f for f in opts["fields"] if f not in KEY_INPUTS]})
+            for name, opts in fieldsets
+        ]
+
+    def save_model(self, request: HttpRequest, obj: LLMProvider, form: Any, change: bool) -> None:
+        form.apply_api_key(obj)
+        super().save_model(request, obj, form, change)

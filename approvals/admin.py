@@ -1,0 +1,142 @@
+"""Approvals are decided, never edited: approvers and agency admins approve or deny pending ones
+(through ``approval_decide``, which resumes or cancels the run). Risk rules: an agency's own are
+edited by its staff; the platform's only by superusers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.safestring import SafeString
+
+from agents.admin.common import json_display, link
+from approvals.models import Approval, ApprovalStatus, RiskRule
+from approvals.services import approval_decide
+from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin, has_role
+from core.exceptions import ApplicationError
+from core.models import Role
+from tools.patterns import InvalidPattern, validate_pattern
+
+DECIDE_ROLES = frozenset({Role.ADMIN, Role.APPROVER})
+
+
+class PendingFirstFilter(admin.SimpleListFilter):
+    """The queue is what approvers come for: pending approvals unless asked otherwise."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [*ApprovalStatus.choices, ("all", "All")]
+
+    def choices(self, changelist: Any) -> Any:
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": (self.value() or ApprovalStatus.PENDING) == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value() or ApprovalStatus.PENDING
+        return queryset if value == "all" else queryset.filter(status=value)
+
+
+@admin.register(Approval)
+class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = [
+        "action_type", "risk_level", "status", "agent", "execution_link",
+        "action_description", "created_at", "decided_by", "decided_at",
+    ]  # fmt: skip
+    list_filter = [PendingFirstFilter, "risk_level", ("agent", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["agent", "execution", "decided_by"]
+    date_hierarchy = "created_at"
+    search_fields = ["action_type", "action_description", "risk_explanation"]
+    actions = ["approve", "deny"]
+    proposed_arguments_pretty = json_display("proposed_arguments", "Proposed arguments")
+    edited_arguments_pretty = json_display("edited_arguments", "Edited arguments")
+    fields = [
+        "action_type", "action_description", "proposed_arguments_pretty",
+        "edited_arguments_pretty", "risk_level", "risk_explanation", "risk_rule", "status",
+        "agent", "site", "execution", "tool_call", "decided_by", "decided_at",
+        "decision_reason", "expires_at", "created_at",
+    ]  # fmt: skip
+
+    @admin.display(description="Execution")
+    def execution_link(self, obj: Approval) -> SafeString | str:
+        return link(obj.execution)
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        return self.has_module_permission(request) and has_role(request, DECIDE_ROLES)
+
+    def _decide(self, request: HttpRequest, queryset: QuerySet[Approval], approve: bool) -> None:
+        decided, refused = 0, []
+        verb = "Approved" if approve else "Denied"
+        for approval in queryset:
+            try:
+                approval_decide(
+                    approval=approval,
+                    approve=approve,
+                    user_id=request.user.pk,
+                    reason=f"{verb} in the admin by {request.user}.",
+                )
+            except ApplicationError as exc:
+                refused.append(f"{approval.action_type}: {exc.message}")
+            else:
+                decided += 1
+        self.message_user(request, f"{verb} {decided} approval(s).", messages.SUCCESS)
+        if refused:
+            self.message_user(request, " ".join(refused), messages.WARNING)
+
+    @admin.action(description="Approve selected (the tool then runs)", permissions=["decide"])
+    def approve(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._decide(request, queryset, approve=True)
+
+    @admin.action(description="Deny selected (the run is cancelled)", permissions=["decide"])
+    def deny(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._decide(request, queryset, approve=False)
+
+
+class RiskRuleForm(forms.ModelForm[RiskRule]):
+    class Meta:
+        model = RiskRule
+        fields = ("tool_pattern",)  # the admin adds the other fields
+        help_texts = {
+            "tool_pattern": "A tool-name pattern: 'email_send', 'crm_delete_*', '*'.",
+            "condition": (
+                'JSON narrowing the rule to certain arguments, e.g. {"argument": "to", '
+                '"min_items": 10}; {} matches every call.'
+            ),
+        }
+
+    def clean_tool_pattern(self) -> str:
+        pattern: str = self.cleaned_data["tool_pattern"]
+        try:
+            validate_pattern(pattern)
+        except InvalidPattern as exc:
+            raise forms.ValidationError(exc.message, code="invalid_pattern") from exc
+        return pattern
+
+
+@admin.register(RiskRule)
+class RiskRuleAdmin(SharedRowsAdmin):
+    form = RiskRuleForm
+    list_display = [
+        "name", "tool_pattern", "risk_level", "requires_approval", "priority", "is_active",
+        "platform_rule",
+    ]  # fmt: skip
+    list_filter = ["risk_level", "requires_approval", "is_active"]
+    search_fields = ["name", "tool_pattern", "description"]
+    readonly_fields = ["created_at", "updated_at"]
+    fieldsets = [
+        (None, {"fields": ["name", "description", "tool_pattern", "condition"]}),
+        ("Decision", {"fields": ["risk_level", "requires_approval", "priority", "is_active"]}),
+        ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+    ]
+
+    @admin.display(description="Platform rule", boolean=True)
+    def platform_rule(self, obj: RiskRule) -> bool:
+        return obj.agency_id is None

@@ -1,0 +1,103 @@
+"""One row of every agency-owned model registered in the admin, for a given agency."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agents.models import (
+    Agent,
+    AgentMessage,
+    AgentTemplate,
+    DecisionPoint,
+    Execution,
+    ExecutionStep,
+    LLMProvider,
+    StateTransition,
+    TriggerLog,
+)
+from approvals.models import Approval, RiskRule
+from core.models import Agency, Event, Membership, Site
+from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
+from memory.models import Conversation, Episode, Memory
+from tests.agents.factories import (
+    AgentFactory,
+    AgentMessageFactory,
+    AgentTemplateFactory,
+    DecisionPointFactory,
+    ExecutionFactory,
+    ExecutionStepFactory,
+    LLMProviderFactory,
+    StateTransitionFactory,
+    TriggerLogFactory,
+)
+from tests.approvals.factories import ApprovalFactory, RiskRuleFactory
+from tests.core.factories import EventFactory
+from tests.crm.factories import (
+    CalendarEventFactory,
+    ContactFactory,
+    EmailMessageFactory,
+    FormSubmissionFactory,
+    NoteFactory,
+    TaskFactory,
+)
+from tests.factories import MembershipFactory, SiteFactory
+from tests.memory.factories import ConversationFactory, EpisodeFactory, MemoryFactory
+from tests.tools.factories import ToolCallFactory, ToolFactory
+from tests.usage.factories import (
+    BudgetFactory,
+    ModelPriceFactory,
+    UsageDailyFactory,
+    UsagePeriodFactory,
+)
+from tools.models import Tool, ToolCall
+from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod
+
+RAW_API_KEY = "sk-test-NEVER-SHOWN-0123456789abcd"
+
+
+def _agent(agency: Agency) -> Agent:
+    return AgentFactory.create(agency=agency)
+
+
+def _execution(agency: Agency) -> Execution:
+    return ExecutionFactory.create(agent=_agent(agency))
+
+
+def _contact(agency: Agency) -> Contact:
+    return ContactFactory.create(agency=agency)
+
+
+ROWS: dict[type[Any], Callable[[Agency], Any]] = {
+    Site: lambda a: SiteFactory.create(agency=a),
+    Membership: lambda a: MembershipFactory.create(agency=a),
+    Event: lambda a: EventFactory.create(agency=a),
+    Agent: _agent,
+    AgentTemplate: lambda a: AgentTemplateFactory.create(agency=a),
+    Execution: _execution,
+    ExecutionStep: lambda a: ExecutionStepFactory.create(execution=_execution(a)),
+    TriggerLog: lambda a: TriggerLogFactory.create(agent=_agent(a)),
+    StateTransition: lambda a: StateTransitionFactory.create(execution=_execution(a)),
+    DecisionPoint: lambda a: DecisionPointFactory.create(execution=_execution(a)),
+    AgentMessage: lambda a: AgentMessageFactory.create(from_execution=_execution(a)),
+    LLMProvider: lambda a: LLMProviderFactory.create(agency=a, api_key=RAW_API_KEY),
+    Tool: lambda a: ToolFactory.create(agency=a),
+    ToolCall: lambda a: ToolCallFactory.create(execution=_execution(a)),
+    Memory: lambda a: MemoryFactory.create(agent=_agent(a), embedding=[0.125] * 1536),
+    Episode: lambda a: EpisodeFactory.create(agent=_agent(a)),
+    Conversation: lambda a: ConversationFactory.create(agent=_agent(a)),
+    Approval: lambda a: ApprovalFactory.create(
+        tool_call=ToolCallFactory.create(execution=_execution(a))
+    ),
+    RiskRule: lambda a: RiskRuleFactory.create(agency=a),
+    UsageDaily: lambda a: UsageDailyFactory.create(agent=_agent(a)),
+    UsagePeriod: lambda a: UsagePeriodFactory.create(agency=a),
+    Budget: lambda a: BudgetFactory.create(agency=a),
+    ModelPrice: lambda a: ModelPriceFactory.create(agency=a),
+    Contact: _contact,
+    Note: lambda a: NoteFactory.create(contact=_contact(a)),
+    Task: lambda a: TaskFactory.create(contact=_contact(a)),
+    CalendarEvent: lambda a: CalendarEventFactory.create(contact=_contact(a)),
+    EmailMessage: lambda a: EmailMessageFactory.create(contact=_contact(a)),
+    FormSubmission: lambda a: FormSubmissionFactory.create(agency=a),
+}
