@@ -2,7 +2,8 @@
 
 A call needs approval when its tool is dangerous, when an agent constraint asks for approval of
 that tool, or when a matching risk rule rates it high or critical (or says so explicitly).
-Rules change rarely and are read on every tool call, so each process caches them briefly.
+Rules change rarely and are read on every tool call, so each process caches them for
+``AGENTDESK_CATALOGUE_CACHE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from approvals.models import RiskLevel, RiskRule
 from tools.patterns import pattern_matches
 
-RULE_CACHE_SECONDS = 30.0
 HIGH_RISK = frozenset({RiskLevel.HIGH, RiskLevel.CRITICAL})
 
 
@@ -55,7 +56,7 @@ def _rules(agency_id: uuid.UUID) -> list[_Rule]:
     now = time.monotonic()
     with _lock:
         cached = _cache.get(agency_id)
-        if cached and now - cached[0] < RULE_CACHE_SECONDS:
+        if cached and now - cached[0] < settings.AGENTDESK_CATALOGUE_CACHE_SECONDS:
             return cached[1]
     rows = RiskRule.objects.filter(
         Q(agency_id=agency_id) | Q(agency__isnull=True), is_active=True

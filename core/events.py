@@ -69,9 +69,19 @@ def event_emit(
         if found is None:
             raise
         return found
-    if dispatch:
+    if dispatch and _has_subscribers(agency_id, event_type):
         transaction.on_commit(lambda: _dispatch(event.id, agency_id))
+    elif dispatch:
+        # Nobody listens (one indexed lookup, in this transaction): no task to send and run.
+        # An agent subscribing later is not started for events from before it subscribed.
+        Event.objects.filter(pk=event.pk).update(processed_at=event.created_at)
     return event
+
+
+def _has_subscribers(agency_id: uuid.UUID, event_type: str) -> bool:
+    from agents.models import Agent  # noqa: PLC0415 - agents depends on core, not the reverse
+
+    return Agent.objects.filter(agency_id=agency_id, trigger_events__contains=[event_type]).exists()
 
 
 def _dispatch(event_id: uuid.UUID, agency_id: uuid.UUID) -> None:

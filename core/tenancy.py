@@ -81,15 +81,17 @@ def tenant_context(
     )
     outer = _current.get()
     token = _current.set(context)
+    nested = connections[using].in_atomic_block
     try:
         with transaction.atomic(using=using):
             _apply(context, using)
             try:
                 yield context
             finally:
-                # The transaction may live on (a savepoint inside an outer block): put the outer
-                # context back on the connection unless the transaction is already broken.
-                if outer != context and not connections[using].needs_rollback:
+                # Inside an outer transaction (this block is a savepoint) the settings outlive
+                # the block: put the outer context back unless the transaction is already
+                # broken. A top-level block needs nothing: its transaction ends with it.
+                if nested and outer != context and not connections[using].needs_rollback:
                     _apply(outer, using)
     finally:
         _current.reset(token)
@@ -122,3 +124,26 @@ class TenantTask(Task):
             raise TypeError(f"{self.name} needs agency_id=... to set its tenant")
         with agency_context(agency_id):
             return super().__call__(*args, **kwargs)
+
+
+@contextmanager
+def api_key_lookup_context(prefix: str, *, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """The block may read the one API key whose visible prefix is ``prefix``, and nothing else.
+
+    API-key authentication has to find the key before it knows the agency. No tenant is set here;
+    the ``api_key_lookup`` policy on ``core_apikey`` shows exactly the row whose prefix equals
+    ``app.api_key_prefix``. The caller checks the secret's hash and then enters the key's agency
+    (:mod:`core.api.authentication`). The setting is cleared again on exit.
+    """
+    with tenant_context(using=using):
+        _set_api_key_prefix(prefix, using)
+        try:
+            yield
+        finally:
+            if not connections[using].needs_rollback:
+                _set_api_key_prefix("", using)
+
+
+def _set_api_key_prefix(prefix: str, using: str) -> None:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT set_config('app.api_key_prefix', %s, true)", [prefix])

@@ -21,6 +21,7 @@ from django.utils import timezone
 from agents.llm import ToolCall as LLMToolCall
 from approvals.models import Approval, ApprovalStatus
 from approvals.risk import RiskDecision, assess_risk
+from core import fastdb
 from tools import ratelimit, registry
 from tools.handlers import ToolContext, ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
@@ -69,13 +70,21 @@ class CallRequest:
     tools: dict[str, ToolPolicy]  # the tools this run may use, by name
     constraints: list[Any]  # the agent's constraints (some require approval)
     triggered_by_user_id: int | None = None
+    # A call of a reply persisted before this delivery (a resumed run) may have run already;
+    # a call of a reply this delivery just received cannot have, so it skips the lookup.
+    may_have_run: bool = True
+    # Where the ToolCall row goes: inserted now, or handed to the caller to write together with
+    # its own rows (the runtime's one-statement step commit).
+    insert: Callable[[ToolCall], None] | None = None
 
 
 def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None) -> ToolOutcome:
     """Decide and run one call. Precondition: inside the execution's agency transaction."""
     call = request.call
     key = idempotency_key_for(request.execution_id, call.id)
-    existing = ToolCall.objects.filter(idempotency_key=key).first()
+    existing = (
+        ToolCall.objects.filter(idempotency_key=key).first() if request.may_have_run else None
+    )
     approval: Approval | None = None
     if existing is not None:
         if existing.status != ToolCallStatus.WAITING_APPROVAL:
@@ -280,14 +289,16 @@ def _record(
         return
     # The unique idempotency key makes a concurrent second run of the same call fail here,
     # rolling back its handler's writes with it.
-    ToolCall.objects.create(
-        agency_id=request.agency_id,
-        agent_id=request.agent_id,
-        tool_id=policy.get("tool_id") if policy else None,
-        tool_name=request.call.name,
-        execution_id=request.execution_id,
-        tool_call_id=request.call.id,
-        idempotency_key=key,
-        started_at=now - datetime.timedelta(milliseconds=duration_ms),
-        **fields,
+    (request.insert or fastdb.insert)(
+        ToolCall(
+            agency_id=request.agency_id,
+            agent_id=request.agent_id,
+            tool_id=policy.get("tool_id") if policy else None,
+            tool_name=request.call.name,
+            execution_id=request.execution_id,
+            tool_call_id=request.call.id,
+            idempotency_key=key,
+            started_at=now - datetime.timedelta(milliseconds=duration_ms),
+            **fields,
+        )
     )

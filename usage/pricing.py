@@ -12,12 +12,12 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Q
 
 from agents.llm import Usage
 from usage.models import ModelPrice
 
-CACHE_SECONDS = 60.0
 MILLION = Decimal(1_000_000)
 
 
@@ -53,7 +53,7 @@ def price_for(*, agency_id: uuid.UUID, provider: str, model: str) -> Price:
     now = time.monotonic()
     with _lock:
         cached = _cache.get(key)
-        if cached and now - cached[0] < CACHE_SECONDS:
+        if cached and now - cached[0] < settings.AGENTDESK_CATALOGUE_CACHE_SECONDS:
             return cached[1]
     rows = list(
         ModelPrice.objects.filter(Q(agency_id=agency_id) | Q(agency__isnull=True))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -24,6 +26,7 @@ def usage_record_llm_call(
     cost: Decimal,
     runs: int = 0,
     llm_calls: int = 1,
+    tool_calls: int = 0,
 ) -> None:
     """Add model calls (and started runs) to today's usage row: one upsert, in the caller's
     transaction."""
@@ -34,10 +37,11 @@ def usage_record_llm_call(
                 (id, agency_id, site_id, agent_id, date, provider, model, agent_runs, llm_calls,
                  tool_calls, tokens_input, tokens_output, tokens_cache_read, tokens_cache_write,
                  cost_usd, created_at, updated_at)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s, %s, now(), now())
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now(), now())
             ON CONFLICT ON CONSTRAINT usage_usagedaily_unique_row DO UPDATE SET
                 agent_runs = u.agent_runs + EXCLUDED.agent_runs,
                 llm_calls = u.llm_calls + EXCLUDED.llm_calls,
+                tool_calls = u.tool_calls + EXCLUDED.tool_calls,
                 tokens_input = u.tokens_input + EXCLUDED.tokens_input,
                 tokens_output = u.tokens_output + EXCLUDED.tokens_output,
                 tokens_cache_read = u.tokens_cache_read + EXCLUDED.tokens_cache_read,
@@ -55,6 +59,7 @@ def usage_record_llm_call(
                 model,
                 runs,
                 llm_calls,
+                tool_calls,
                 usage.input_tokens,
                 usage.output_tokens,
                 usage.cache_read_tokens,
@@ -64,20 +69,38 @@ def usage_record_llm_call(
         )
 
 
+# Agencies known to have no budget at all, with when that was read: most agencies run without
+# one, and the runtime asks before every model call. A budget created later applies within
+# AGENTDESK_CATALOGUE_CACHE_SECONDS.
+_no_budget: dict[uuid.UUID, float] = {}
+
+
 def _today_budget_id(agency_id: uuid.UUID, today: datetime.date) -> uuid.UUID | None:
     """Today's budget row; created from the latest earlier limit the first time it is needed.
     No budget ever configured means no limit."""
+    if known_without_budget(agency_id):
+        return None
     row = Budget.objects.filter(agency_id=agency_id, date=today).values_list("id", flat=True)
     found = row.first()
     if found is not None:
         return found
     latest = Budget.objects.filter(agency_id=agency_id).order_by("-date").first()
     if latest is None:
+        _no_budget[agency_id] = time.monotonic()
         return None
     budget, _ = Budget.objects.get_or_create(
         agency_id=agency_id, date=today, defaults={"limit_usd": latest.limit_usd}
     )
     return budget.id
+
+
+def known_without_budget(agency_id: uuid.UUID) -> bool:
+    """True when this process recently found no budget for the agency (no query made)."""
+    checked = _no_budget.get(agency_id)
+    return (
+        checked is not None
+        and time.monotonic() - checked < settings.AGENTDESK_CATALOGUE_CACHE_SECONDS
+    )
 
 
 def budget_reserve(*, agency_id: uuid.UUID, amount: Decimal) -> tuple[bool, uuid.UUID | None]:

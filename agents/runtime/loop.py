@@ -15,13 +15,15 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from agents.llm import Completion, LLMError, Message, Provider, ToolCall, Usage, get_provider
+from agents.llm import Completion, LLMError, Message, Provider, ToolCall, get_provider
 from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
 from agents.runtime import store
 from agents.runtime.context import (
@@ -99,17 +101,6 @@ def _start(execution: Execution, agent: Agent) -> None:
         started_at=execution.started_at,
         completed_at=timezone.now(),
     )
-    usage_services.usage_record_llm_call(
-        agency_id=execution.agency_id,
-        site_id=execution.site_id,
-        agent_id=execution.agent_id,
-        provider=agent.llm_provider,
-        model=agent.llm_model,
-        usage=_NO_USAGE,
-        cost=Decimal(0),
-        runs=1,
-        llm_calls=0,
-    )
     event_emit(
         agency_id=execution.agency_id,
         site_id=execution.site_id,
@@ -147,7 +138,7 @@ class _Run:
         except LLMError as exc:
             return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
         if pending:
-            outcome = self._act(pending, messages)
+            outcome = self._act(pending, messages, resumed=True)
             if outcome is not None:
                 return outcome
         price = price_for(
@@ -173,6 +164,10 @@ class _Run:
                     StopReason.BUDGET_EXCEEDED,
                     error="The agency's daily budget is exhausted.",
                 )
+            # Hand the database connection back to the pool while the model answers: a worker
+            # with hundreds of runs in flight needs connections only for their short writes.
+            if getattr(connection, "pool", None) is not None:
+                connection.close()
             started = time.perf_counter()
             try:
                 completion = provider.complete(
@@ -256,15 +251,6 @@ class _Run:
                 duration_ms=int((time.perf_counter() - started) * 1000),
             )
             tx.count_llm_call(completion.usage, cost)
-            usage_services.usage_record_llm_call(
-                agency_id=self.execution.agency_id,
-                site_id=self.execution.site_id,
-                agent_id=self.execution.agent_id,
-                provider=self.snapshot["llm_provider"],
-                model=self.snapshot["llm_model"],
-                usage=completion.usage,
-                cost=cost,
-            )
             if isinstance(reservation, tuple):
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=cost
@@ -279,7 +265,9 @@ class _Run:
         return final
 
     # --- act ----------------------------------------------------------------------------------
-    def _act(self, calls: list[ToolCall], messages: list[Message]) -> str | None:
+    def _act(
+        self, calls: list[ToolCall], messages: list[Message], *, resumed: bool = False
+    ) -> str | None:
         """Run the reply's tool calls in order; returns a status when the run parks or ends."""
         limit = self.snapshot["max_tool_calls_per_step"]
         for index, call in enumerate(calls):
@@ -299,7 +287,8 @@ class _Run:
                     }
                     park_until = None
                 else:
-                    outcome = execute_tool_call(self._request(call), step_id=step_id)
+                    request = self._request(call, resumed, insert=tx.defer_insert)
+                    outcome = execute_tool_call(request, step_id=step_id)
                     if outcome.approval is not None:
                         tx.park(
                             ExecutionStatus.WAITING_APPROVAL,
@@ -337,7 +326,9 @@ class _Run:
                 return ExecutionStatus.WAITING_INPUT
         return None
 
-    def _request(self, call: ToolCall) -> CallRequest:
+    def _request(
+        self, call: ToolCall, resumed: bool, *, insert: Callable[[Any], None]
+    ) -> CallRequest:
         return CallRequest(
             agency_id=self.execution.agency_id,
             site_id=self.execution.site_id,
@@ -347,6 +338,8 @@ class _Run:
             tools=self.tools,
             constraints=list(self.agent.constraints or []),
             triggered_by_user_id=self.execution.triggered_by_id,
+            may_have_run=resumed,
+            insert=insert,
         )
 
     # --- budget and end -------------------------------------------------------------------------
@@ -355,6 +348,8 @@ class _Run:
     ) -> tuple[uuid.UUID, Decimal] | bool | None:
         """``True`` with no budget configured, ``(budget id, amount)`` when reserved, ``None``
         when the step's maximum cost does not fit. A reservation is its own small commit."""
+        if usage_services.known_without_budget(self.execution.agency_id):
+            return True  # no query, no transaction: the common case stays off the hot path
         estimate = sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
         amount = price.max_cost(
             input_tokens=estimate, max_output_tokens=self.snapshot["max_tokens"]
@@ -383,9 +378,6 @@ class _Run:
         with store.step_transaction(self.execution, self.worker) as tx:
             tx.finish(status, stop_reason=stop_reason, error=error)
         return status
-
-
-_NO_USAGE = Usage()
 
 
 def _seconds(value: float) -> datetime.timedelta:

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import F, Model, Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
@@ -36,7 +36,7 @@ from agents.models import (
     TransitionType,
 )
 from agents.runtime.states import can_transition
-from core import realtime, tenancy
+from core import fastdb, realtime, tenancy
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
@@ -62,6 +62,7 @@ def lease_deadline() -> datetime.datetime:
 
 
 def _broadcast(execution: Execution, kind: str, data: dict[str, Any]) -> None:
+    """Every event to the execution's page; status changes also to the agency dashboard."""
     message = {
         "type": "execution.event",
         "execution_id": str(execution.id),
@@ -71,10 +72,10 @@ def _broadcast(execution: Execution, kind: str, data: dict[str, Any]) -> None:
         "status": execution.status,
         "data": data,
     }
-    realtime.broadcast_on_commit(
-        [realtime.execution_group(execution.id), realtime.agency_group(execution.agency_id)],
-        message,
-    )
+    groups = [realtime.execution_group(execution.id)]
+    if kind == "status":
+        groups.append(realtime.agency_group(execution.agency_id))
+    realtime.broadcast_on_commit(groups, message)
 
 
 def record_transition(
@@ -175,6 +176,12 @@ class StepTransaction:
         self.changed: set[str] = {"current_step", "sequence", "lease_expires_at"}
         self.finished = False
         self.parked = False
+        # Rows written with the execution's fenced UPDATE, in one statement (see _fenced_update).
+        self.inserts: list[tuple[str, list[Any]]] = []
+
+    def defer_insert(self, obj: Model) -> None:
+        """Insert ``obj`` together with this step's execution UPDATE (one round trip)."""
+        self.inserts.append(fastdb.insert_parts(obj))
 
     def add_step(
         self, step_type: str, *, step_id: uuid.UUID | None = None, **fields: Any
@@ -190,7 +197,7 @@ class StepTransaction:
             step_type=step_type,
             **fields,
         )
-        step.save(force_insert=True)
+        self.defer_insert(step)
         _broadcast(execution, "step", _step_summary(step))
         return step
 
@@ -277,22 +284,33 @@ def step_transaction(execution: Execution, worker: str) -> Iterator[StepTransact
         yield tx
         if not tx.finished and not tx.parked:
             execution.lease_expires_at = lease_deadline()
-        _fenced_update(execution, worker, sorted(tx.changed))
+        _fenced_update(execution, worker, sorted(tx.changed), tx.inserts)
 
 
-def _fenced_update(execution: Execution, worker: str, columns: list[str]) -> None:
+def _fenced_update(
+    execution: Execution,
+    worker: str,
+    columns: list[str],
+    inserts: list[tuple[str, list[Any]]] = (),  # type: ignore[assignment]
+) -> None:
     values: list[Any] = []
     for column in columns:
         assert column in _UPDATABLE, column
         value = getattr(execution, column)
         values.append(Jsonb(value) if column in _JSON_COLUMNS and value is not None else value)
     assignments = ", ".join(f"{column} = %s" for column in columns)
+    # The step's rows ride along as data-modifying CTEs: one statement, one round trip. They
+    # are written even when the UPDATE matches nothing, but LeaseLost then rolls them back;
+    # foreign keys between them are checked at commit (Django creates them deferred).
+    ctes = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(inserts))
+    params = [value for _, insert_values in inserts for value in insert_values]
+    statement = (
+        (f"WITH {ctes} " if ctes else "")  # noqa: S608 - model-generated SQL, values are params
+        + f"UPDATE agents_execution SET {assignments}, updated_at = now()"  # noqa: S608
+        + " WHERE id = %s AND lease_owner = %s RETURNING cancel_requested_at"
+    )  # column and table names are constants of this module and the models, never input
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE agents_execution SET {assignments}, updated_at = now()"  # noqa: S608 - fixed column names
-            " WHERE id = %s AND lease_owner = %s RETURNING cancel_requested_at",
-            [*values, execution.id, worker],
-        )
+        cursor.execute(statement, [*params, *values, execution.id, worker])
         row = cursor.fetchone()
     if row is None:
         raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}")
@@ -331,6 +349,7 @@ def finish_execution(
     execution.wait_until = None
     _update_agent_stats(execution)
     _record_episode(execution)
+    _record_usage(execution)
     event_types: dict[str, str] = {
         ExecutionStatus.COMPLETED: "ai.execution.completed",
         ExecutionStatus.CANCELLED: "ai.execution.cancelled",
@@ -380,6 +399,31 @@ def _update_agent_stats(execution: Execution) -> None:
     )
 
 
+def _record_usage(execution: Execution) -> None:
+    """The run's model usage into today's usage row, once, when the run ends: the execution row
+    carries the totals step by step, so a crash loses nothing and nothing is counted twice."""
+    from usage.services import usage_record_llm_call  # noqa: PLC0415
+
+    snapshot = execution.config_snapshot or {}
+    usage_record_llm_call(
+        agency_id=execution.agency_id,
+        site_id=execution.site_id,
+        agent_id=execution.agent_id,
+        provider=str(snapshot.get("llm_provider", "")),
+        model=str(snapshot.get("llm_model", "")),
+        usage=Usage(
+            input_tokens=execution.tokens_input,
+            output_tokens=execution.tokens_output,
+            cache_read_tokens=execution.tokens_cache_read,
+            cache_write_tokens=execution.tokens_cache_write,
+        ),
+        cost=execution.cost_usd,
+        runs=1,
+        llm_calls=execution.llm_call_count,
+        tool_calls=execution.tool_call_count,
+    )
+
+
 def _coalesce_avg() -> Any:
     from django.db.models.functions import Coalesce  # noqa: PLC0415
 
@@ -397,22 +441,23 @@ def _record_episode(execution: Execution) -> None:
     )
     succeeded = execution.status == ExecutionStatus.COMPLETED
     outcome = EpisodeOutcome.SUCCESS if succeeded else EpisodeOutcome.FAILURE
-    Episode.objects.update_or_create(
-        execution_id=execution.id,
-        defaults={
-            "agency_id": execution.agency_id,
-            "agent_id": execution.agent_id,
-            "site_id": execution.site_id,
-            "trigger_event": execution.trigger_type,
-            "context_summary": (execution.input or json.dumps(execution.trigger_data, default=str))[
+    # A run finishes once (its status guard), so its episode is a plain insert.
+    fastdb.insert(
+        Episode(
+            agency_id=execution.agency_id,
+            agent_id=execution.agent_id,
+            site_id=execution.site_id,
+            execution_id=execution.id,
+            trigger_event=execution.trigger_type,
+            context_summary=(execution.input or json.dumps(execution.trigger_data, default=str))[
                 :2000
             ],
-            "actions_taken": [{"tool": name, "status": status} for name, status in actions],
-            "outcome": outcome,
-            "outcome_details": (execution.output or execution.error)[:4000],
-            "duration_ms": execution.duration_ms,
-            "tokens_used": execution.tokens_total,
-        },
+            actions_taken=[{"tool": name, "status": status} for name, status in actions],
+            outcome=outcome,
+            outcome_details=(execution.output or execution.error)[:4000],
+            duration_ms=execution.duration_ms,
+            tokens_used=execution.tokens_total,
+        )
     )
 
 

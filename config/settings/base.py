@@ -48,6 +48,10 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",  # per-user API tokens (a platform table, not agency-owned)
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally, no CDN
     "django_celery_beat",
 ]
 
@@ -84,12 +88,28 @@ TEMPLATES = [
 ]
 
 
-def _database(url: str) -> dict[str, Any]:
+def _database(url: str, *, pooled: bool = False) -> dict[str, Any]:
     config: dict[str, Any] = environ.Env.db_url_config(url)
     # A unix-socket directory arrives percent-encoded in the URL's host part.
     config["HOST"] = unquote(config.get("HOST") or "")
-    config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
-    config["CONN_HEALTH_CHECKS"] = True
+    options = config.setdefault("OPTIONS", {})
+    if pooled and env.bool("DATABASE_POOL", default=True):
+        # A pool per process: a worker keeps hundreds of runs in flight, each holding a
+        # connection only while it reads or commits, never while the model answers.
+        options["pool"] = {
+            "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=2),
+            "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=32),
+            "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
+        }
+        config["CONN_MAX_AGE"] = 0  # the pool keeps connections; Django must not
+    else:
+        config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+        config["CONN_HEALTH_CHECKS"] = True
+    # Server-side binding lets psycopg prepare the statements the runtime repeats every step
+    # (parse and plan once per connection). Turn off behind a transaction-mode pgbouncer.
+    options["server_side_binding"] = env.bool(
+        "DATABASE_SERVER_SIDE_BINDING", default=True
+    )
     return config
 
 
@@ -97,7 +117,7 @@ SERVICES = service_urls()
 
 DATABASES = {
     # The runtime role: not superuser, not BYPASSRLS, not the owner of any table.
-    "default": _database(SERVICES.database),
+    "default": _database(SERVICES.database, pooled=True),
     # The owner role: runs migrations (`manage.py migrate` uses it by default).
     "owner": _database(SERVICES.database_owner),
 }
@@ -129,6 +149,21 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGIN_URL = "admin:login"
 
+# --- Mail (Django 6.1 mailers) -----------------------------------------------------------------
+# Development prints e-mails to the console; production names an SMTP (or other) backend and its
+# options, e.g. AGENTDESK_MAIL_OPTIONS='{"host": "smtp.example.com", "port": 587, "use_tls": true}'.
+MAILERS = {
+    "default": {
+        "BACKEND": env.str(
+            "AGENTDESK_MAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend"
+        ),
+        "OPTIONS": env.json("AGENTDESK_MAIL_OPTIONS", default={}),
+    }
+}
+DEFAULT_FROM_EMAIL = env.str(
+    "DEFAULT_FROM_EMAIL", default="AgentDesk <agents@agentdesk.localhost>"
+)
+
 # --- Celery -----------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True  # Results live in PostgreSQL; Celery only delivers work.
@@ -141,6 +176,28 @@ CELERY_RESULT_EXPIRES = None  # no result backend, so no `celery.backend_cleanup
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# Celery beat's fixed entries (the database scheduler copies them into its tables).
+CELERY_BEAT_SCHEDULE = {
+    "reap-expired-leases": {
+        "task": "agents.reap_expired_leases",
+        "schedule": env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0),
+    },
+}
+
+# --- Agent runtime ---------------------------------------------------------------------------
+# A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).
+AGENTDESK_LEASE_SECONDS = env.int("AGENTDESK_LEASE_SECONDS", default=300)
+AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0)
+AGENTDESK_LLM_TIMEOUT_SECONDS = env.float("AGENTDESK_LLM_TIMEOUT_SECONDS", default=60.0)
+AGENTDESK_LLM_MAX_RETRIES = env.int("AGENTDESK_LLM_MAX_RETRIES", default=2)
+# How long a process reuses what it read of tools, risk rules, prices and "no budget" (seconds):
+# they are read on every run or step and change rarely. 0 reads them every time.
+AGENTDESK_CATALOGUE_CACHE_SECONDS = env.float("AGENTDESK_CATALOGUE_CACHE_SECONDS", default=30.0)
+# Deliveries of one run (first claim + resumes after a lost worker) before it is failed.
+AGENTDESK_MAX_DELIVERIES = env.int("AGENTDESK_MAX_DELIVERIES", default=5)
+# Durability tests only: SIGKILL the worker at a named point (agents/runtime/faults.py).
+AGENTDESK_CRASH_AT = env.str("AGENTDESK_CRASH_AT", default="")
+
 # --- Channels -----------------------------------------------------------------------------------
 CHANNEL_LAYERS = {
     "default": {
@@ -152,10 +209,49 @@ CHANNEL_LAYERS = {
 
 # --- REST framework -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # API keys first: their "Bearer" challenge makes a missing credential a 401 rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "core.api.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["core.api.permissions.RolePermission"],
+    "DEFAULT_PARSER_CLASSES": ["core.api.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "core.api.pagination.PageNumberPagination",
+    "PAGE_SIZE": 25,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "core.api.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "core.api.exceptions.exception_handler",
+}
+# Largest accepted API request body; bigger ones get a 413 before anything is parsed.
+API_MAX_BODY_BYTES = 256 * 1024
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "AgentDesk API",
+    "DESCRIPTION": (
+        "REST API of AgentDesk. Authenticate with an agency API key "
+        "(`Authorization: Bearer adk_<prefix>_<secret>`), a user token (`Authorization: Token "
+        "<key>`) or an admin session (with CSRF). Errors are always "
+        '`{"message", "code", "extra"}`; field errors are in `extra.fields`. Superusers read '
+        "across agencies and must name one with `?agency=<id>` for writes."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,  # request bodies without the read-only fields
+    "ENUM_NAME_OVERRIDES": {
+        "ExecutionStatusEnum": "agents.models.ExecutionStatus",
+        "ApprovalStatusEnum": "approvals.models.ApprovalStatus",
+        "RoleEnum": "core.models.Role",
+        "RiskLevelEnum": "approvals.models.RiskLevel",
+    },
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Secrets at rest ------------------------------------------------------------------------------

@@ -21,3 +21,5 @@ MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WHITENOISE_AUTOREFRESH = True
+# Worker and server processes started by tests load these settings too: no per-query logging.
+DEBUG = False

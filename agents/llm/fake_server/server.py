@@ -77,10 +77,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {name.lower(): value for name, value in self.headers.items()}
         request, step = self.fake.handle(route, path, headers, body)
+        self.fake.track_in_flight(+1)
         try:
             self._answer(request, step)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (its timeout); nothing to answer
+        finally:
+            self.fake.track_in_flight(-1)
 
     def _answer(self, request: RecordedRequest, step: Step | None) -> None:
         if step is None:
@@ -164,9 +167,16 @@ class FakeProviderServer:
         self._scripts: dict[str | None, Script] = {None: Script()}
         self._requests: list[RecordedRequest] = []
         self._count = 0
+        self.in_flight = 0  # requests being answered right now
+        self.max_in_flight = 0  # the most at once since start (benchmarks: concurrency reached)
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None
+
+    def track_in_flight(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     # lifecycle --------------------------------------------------------------------------------
     def start(self) -> FakeProviderServer:

@@ -29,8 +29,9 @@ TERMINAL = {"completed", "failed", "cancelled", "timed_out"}
 class Worker:
     """A real `celery worker` subprocess; can be killed and started again."""
 
-    def __init__(self, *, queue: str | None = None, **env: str) -> None:
+    def __init__(self, *, queue: str | None = None, concurrency: int = 8, **env: str) -> None:
         self.queue = queue
+        self.concurrency = concurrency
         self.extra_env = env
         self.process: subprocess.Popen[bytes] | None = None
         self.log = ROOT / ".data" / f"test-worker-{os.getpid()}-{uuid.uuid4().hex[:6]}.log"
@@ -42,6 +43,8 @@ class Worker:
             AGENTDESK_LEASE_SECONDS="3",
             AGENTDESK_LLM_TIMEOUT_SECONDS="10",
             AGENTDESK_LLM_MAX_RETRIES="1",
+            # Tests edit tools and rules between runs and expect the worker to see it.
+            AGENTDESK_CATALOGUE_CACHE_SECONDS="0",
             PYTHONUNBUFFERED="1",
         )
         environment.update(self.extra_env)
@@ -49,7 +52,8 @@ class Worker:
         self.log.parent.mkdir(exist_ok=True)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
-             "--concurrency", "8", "--loglevel", "INFO", "--without-mingle", "--without-gossip",
+             "--concurrency", str(self.concurrency), "--loglevel", "INFO",
+             "--without-mingle", "--without-gossip",
              "-n", f"test-{uuid.uuid4().hex[:8]}@%h",
              *(["-Q", self.queue] if self.queue else [])],
             cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,

@@ -1,0 +1,111 @@
+"""Many runs in flight on one worker process: 200 executions whose model calls each take 1 s
+(one tool call, then a final answer: two model calls per run) on a single Celery worker
+process with a thread pool.
+
+Goals (issue 4): >= 200 in flight at once per worker process, all done in under 5 s, worker
+memory under 500 MB; waiting executions hold no worker slot.
+
+    .venv/bin/python -m bench.concurrency [--runs 200] [--latency 1.0] [--threads 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+
+import psutil
+
+from bench import common
+
+from agents.llm.fake_server import FakeProviderServer  # noqa: E402
+from agents.llm.fake_server.script import react_responder  # noqa: E402
+from agents.models import Execution  # noqa: E402
+from agents.services import execution_create  # noqa: E402
+from core import tenancy  # noqa: E402
+from crm.models import Contact  # noqa: E402
+from tests.agents.runtime.conftest import Worker  # noqa: E402
+
+TERMINAL = ("completed", "failed", "cancelled", "timed_out")
+
+
+def _sample_memory(pid: int, stop: threading.Event, peak: list[int]) -> None:
+    process = psutil.Process(pid)
+    while not stop.wait(0.05):
+        try:
+            peak[0] = max(peak[0], process.memory_info().rss)
+        except psutil.NoSuchProcess:
+            return
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--threads", type=int, default=256)
+    args = parser.parse_args()
+    common.create_database()
+    facts = common.machine_facts()
+    worker = Worker(
+        concurrency=args.threads, AGENTDESK_LEASE_SECONDS="120", LOG_LEVEL="WARNING"
+    ).start()
+    assert worker.process is not None
+    try:
+        with FakeProviderServer(latency=args.latency, record=False) as server:
+            agent = common.make_agent(server)
+            with tenancy.agency_context(agent.agency_id):
+                Contact.objects.create(agency_id=agent.agency_id, first_name="A", email="a@x.io")
+            server.set_responder(
+                react_responder("crm_get_contact", {"email": "a@x.io"}), key=agent.llm_model
+            )
+            idle_rss = psutil.Process(worker.process.pid).memory_info().rss
+            peak = [idle_rss]
+            stop = threading.Event()
+            sampler = threading.Thread(
+                target=_sample_memory, args=(worker.process.pid, stop, peak), daemon=True
+            )
+            sampler.start()
+            started = time.perf_counter()
+            ids = []
+            with tenancy.agency_context(agent.agency_id):
+                for _ in range(args.runs):
+                    execution = execution_create(agent=agent, input="Look A up.")
+                    assert execution is not None
+                    ids.append(execution.id)
+            enqueued = time.perf_counter() - started
+            done = 0
+            while time.perf_counter() - started < 120:
+                with tenancy.agency_context(agent.agency_id):
+                    done = Execution.objects.filter(pk__in=ids, status__in=TERMINAL).count()
+                if done == len(ids):
+                    break
+                time.sleep(0.02)
+            elapsed = time.perf_counter() - started
+            stop.set()
+            with tenancy.agency_context(agent.agency_id):
+                completed = Execution.objects.filter(pk__in=ids, status="completed").count()
+            max_in_flight = server.max_in_flight
+    finally:
+        worker.stop()
+        common.drop_database()
+    report = {
+        "machine": facts.as_dict(),
+        "runs": args.runs,
+        "model_latency_s": args.latency,
+        "model_calls_per_run": 2,
+        "worker_threads": args.threads,
+        "completed": completed,
+        "all_done_s": round(elapsed, 3),
+        "enqueue_s": round(enqueued, 3),
+        "ideal_s": 2 * args.latency,
+        "max_model_calls_in_flight": max_in_flight,
+        "worker_rss_idle_mb": round(idle_rss / 2**20, 1),
+        "worker_rss_peak_mb": round(peak[0] / 2**20, 1),
+    }
+    print(facts.describe())
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
