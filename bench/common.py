@@ -3,30 +3,17 @@ migrated like the test database, a real Celery worker, the fake provider server,
 
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("AGENTDESK_TEST_DB", f"agentdesk_bench_{os.getpid()}")
-os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-os.environ.setdefault("LOG_LEVEL", "WARNING")
+import psycopg
+from django.conf import settings
+from django.core.management import call_command
+from psycopg import sql
 
-import django  # noqa: E402
-
-django.setup()
-
-import psycopg  # noqa: E402
-from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from psycopg import sql  # noqa: E402
-
-from bench.machine import MachineFacts, measure  # noqa: E402
-from core import db_roles  # noqa: E402
+from bench.machine import MachineFacts, measure
+from core import db_roles
 
 
 def database_conninfo(alias: str = "owner") -> str:
@@ -48,7 +35,9 @@ def drop_database() -> None:
     connections.close_all()
     with psycopg.connect(_maintenance_conninfo(), autocommit=True) as conn:
         name = settings.DATABASES["owner"]["NAME"]
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 def machine_facts() -> MachineFacts:
@@ -88,7 +77,9 @@ def make_agent(server: Any, *, kind: str = "openai", **fields: Any) -> Any:
         provider = LLMProvider(
             agency=agency,
             provider_name=kind,
-            api_endpoint=server.anthropic_base_url if kind == "anthropic" else server.openai_base_url,
+            api_endpoint=server.anthropic_base_url
+            if kind == "anthropic"
+            else server.openai_base_url,
         )
         provider.set_api_key("bench-key-not-real")
         provider.save()
@@ -103,3 +94,36 @@ def make_agent(server: Any, *, kind: str = "openai", **fields: Any) -> Any:
     }
     defaults.update(fields)
     return AgentFactory.create(agency=agency, site=site, **defaults)
+
+
+def writing_transactions(execution_id: Any) -> int:
+    """Distinct transactions that wrote a run's steps, tool calls and state transitions. A row's
+    ``xmin`` is the id of the transaction that inserted it, so this counts the run's commits
+    exactly, whatever else the database was doing (``pg_stat_database`` is flushed lazily)."""
+    return _distinct_xmins(
+        [
+            ("agents_executionstep", "execution_id"),
+            ("tools_toolcall", "execution_id"),
+            ("agents_statetransition", "execution_id"),
+        ],
+        execution_id,
+    )
+
+
+def _distinct_xmins(tables: list[tuple[str, str]], key: Any, *, alias: str = "default") -> int:
+    from django.db import connections  # noqa: PLC0415
+
+    union = " UNION ALL ".join(
+        f"SELECT xmin::text AS x FROM {table} WHERE {column} = %s" for table, column in tables
+    )
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"SELECT count(DISTINCT x) FROM ({union}) AS t", [key] * len(tables))
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def langgraph_writing_transactions(thread_id: str) -> int:
+    """The same count for a LangGraph thread's checkpoint rows (written as the owner role)."""
+    tables = [("checkpoints", "thread_id"), ("checkpoint_writes", "thread_id"),
+              ("checkpoint_blobs", "thread_id")]  # fmt: skip
+    return _distinct_xmins(tables, thread_id, alias="owner")

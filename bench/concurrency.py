@@ -17,15 +17,14 @@ import time
 
 import psutil
 
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.fake_server.script import react_responder
+from agents.models import Execution
+from agents.services import execution_create
 from bench import common
-
-from agents.llm.fake_server import FakeProviderServer  # noqa: E402
-from agents.llm.fake_server.script import react_responder  # noqa: E402
-from agents.models import Execution  # noqa: E402
-from agents.services import execution_create  # noqa: E402
-from core import tenancy  # noqa: E402
-from crm.models import Contact  # noqa: E402
-from tests.agents.runtime.conftest import Worker  # noqa: E402
+from core import tenancy
+from crm.models import Contact
+from tests.agents.runtime.conftest import Worker
 
 TERMINAL = ("completed", "failed", "cancelled", "timed_out")
 

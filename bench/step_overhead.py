@@ -16,20 +16,20 @@ first 20 steps vs last 20, and WAL bytes per step for a short and a long run).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from typing import Any
 
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
+from agents.models import Execution, StepType
+from agents.services import execution_create
 from bench import common
-
-from agents.llm.fake_server import FakeProviderServer  # noqa: E402
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply  # noqa: E402
-from agents.models import Execution, StepType  # noqa: E402
-from agents.services import execution_create  # noqa: E402
-from core import realtime, tenancy  # noqa: E402
-from crm.models import Contact  # noqa: E402
-from tools.models import ToolCall  # noqa: E402
-from tests.agents.runtime.conftest import Worker, wait_for  # noqa: E402
+from core import realtime, tenancy
+from crm.models import Contact
+from tests.agents.runtime.conftest import Worker, wait_for
+from tools.models import ToolCall
 
 
 def run_once(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
@@ -59,15 +59,15 @@ def run_once(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
         tool_ms = dict(
             ToolCall.objects.filter(execution_id=execution.id).values_list("step_id", "duration_ms")
         )
-        writers = _writing_transactions(execution.id)
+        writers = common.writing_transactions(execution.id)
     overheads: list[float] = []
     model_ms: list[float] = []
     handler_ms: list[float] = []
-    for previous, step in zip(steps, steps[1:], strict=False):
-        gap = (step["completed_at"] - previous["completed_at"]).total_seconds() * 1000
+    for previous, step in itertools.pairwise(steps):
+        gap = (step["completed_at"] - previous["completed_at"]).total_seconds() * 1000  # type: ignore[operator]
         latency = 0.0
         if step["step_type"] == StepType.THINK:
-            latency = float(step["llm_response"]["latency_ms"])
+            latency = float(step["llm_response"]["latency_ms"])  # type: ignore[index]
             model_ms.append(latency)
         elif step["id"] in tool_ms:
             latency = float(tool_ms[step["id"]] or 0)
@@ -85,25 +85,6 @@ def run_once(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
         "row_bytes_first20": sum(sizes[1:21]) / 20,
         "row_bytes_last20": sum(sizes[-20:]) / 20,
     }
-
-
-def _writing_transactions(execution_id: Any) -> int:
-    """Distinct transactions that wrote the run's steps, tool calls and transitions: a row's
-    ``xmin`` is the id of the transaction that inserted it, so this counts commits exactly,
-    whatever else the database was doing."""
-    from django.db import connection  # noqa: PLC0415
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(DISTINCT x) FROM ("
-            " SELECT xmin::text AS x FROM agents_executionstep WHERE execution_id = %s"
-            " UNION ALL SELECT xmin::text FROM tools_toolcall WHERE execution_id = %s"
-            " UNION ALL SELECT xmin::text FROM agents_statetransition WHERE execution_id = %s"
-            ") AS t",
-            [execution_id, execution_id, execution_id],
-        )
-        row = cursor.fetchone()
-    return int(row[0]) if row else 0
 
 
 def _row_sizes(step_ids: list[Any]) -> list[int]:
