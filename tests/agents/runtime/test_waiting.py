@@ -156,3 +156,10 @@ def test_platform_event_starts_subscribed_agents_and_logs_the_trigger(
         log = TriggerLog.objects.get(execution=execution)
     assert log.outcome == "invoked"
     assert log.event_type == "crm.form.submitted"
+
+
+def test_email_send_is_dangerous_by_default(live_db: None) -> None:
+    from tools.models import Tool
+
+    with tenancy.platform_context():
+        assert Tool.objects.get(name="email_send", agency__isnull=True).is_dangerous is True
