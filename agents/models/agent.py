@@ -194,9 +194,14 @@ class Agent(AgentConfig, AgencyOwnedModel):
 
     def clean(self) -> None:
         super().clean()
-        # Foreign-key checks bypass row-level security: keep a site inside its own agency.
-        if self.site_id and self.agency_id and self.site.agency_id != self.agency_id:
-            raise ValidationError({"site": "The site belongs to another agency."})
+        # Foreign-key checks bypass row-level security: keep a site inside its own agency. A site
+        # hidden by RLS (another tenant's) reads as missing, which is refused the same way.
+        if self.site_id and self.agency_id:
+            site_agency = (
+                Site.objects.filter(pk=self.site_id).values_list("agency_id", flat=True).first()
+            )
+            if site_agency != self.agency_id:
+                raise ValidationError({"site": "The site belongs to another agency."})
 
 
 class Comparison(models.TextChoices):

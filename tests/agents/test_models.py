@@ -43,10 +43,14 @@ def test_agent_slug_is_unique_per_site() -> None:
 def test_agent_clean_refuses_a_site_of_another_agency() -> None:
     agent = AgentFactory.create()
     foreign_site = SiteFactory.create()
-    with tenancy.platform_context():
-        agent.site = foreign_site
-        with pytest.raises(ValidationError, match="another agency"):
+    agent.site = foreign_site
+    # Seen by the platform, or hidden by row-level security inside the agent's tenant.
+    for context in (tenancy.platform_context(), tenancy.agency_context(agent.agency_id)):
+        with context, pytest.raises(ValidationError, match="another agency"):
             agent.full_clean()
+    agent.site = SiteFactory.create(agency=agent.agency)
+    with tenancy.agency_context(agent.agency_id):
+        agent.full_clean()
 
 
 def test_factories_give_children_their_parents_agency() -> None:
