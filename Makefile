@@ -39,6 +39,13 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
+bench: $(STAMP)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[dev,bench]"
+	$(PY) -m bench.step_overhead
+	$(PY) -m bench.peer_langgraph
+	$(PY) -m bench.concurrency
+	$(PY) -m bench.throughput
+
 clean:
 	-$(PY) manage.py embedded stop
 	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

@@ -50,8 +50,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency",
             type=int,
-            default=int(os.environ.get("CELERY_WORKER_CONCURRENCY", "16")),
-            help="worker threads (default: CELERY_WORKER_CONCURRENCY or 16)",
+            default=int(os.environ.get("CELERY_WORKER_CONCURRENCY", "64")),
+            help="worker threads (default: CELERY_WORKER_CONCURRENCY or 64)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
