@@ -59,8 +59,8 @@ def test_the_seventeen_default_tools_are_system_tools() -> None:
     }
     assert tools["crm_create_contact"].requires_modules == ["crm"]
     assert tools["web_search"].handler_config["provider"] == "serper"
-    # The seed marks none of them dangerous; risk rules gate them instead (approvals 0003).
-    assert not any(tool.is_dangerous for tool in tools.values())
+    # The seed's INSERT marks none dangerous; issue 4 makes email_send dangerous (tools 0004).
+    assert {name for name, tool in tools.items() if tool.is_dangerous} == {"email_send"}
 
 
 def _count(sql: str, params: list[str] | None = None) -> int:
