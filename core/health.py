@@ -6,6 +6,7 @@ import time
 from typing import Any, TypedDict
 
 import redis
+from celery import Celery
 from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -52,10 +53,10 @@ def check_redis() -> CheckResult:
     return _timed(probe)
 
 
-def check_celery() -> CheckResult:
+def check_celery(app: Celery = celery_app) -> CheckResult:
     def probe() -> dict[str, Any]:
         # Returns as soon as one worker answers; waits at most the timeout when none does.
-        replies = celery_app.control.ping(timeout=1.0, limit=1)
+        replies = app.control.ping(timeout=1.0, limit=1)
         if not replies:
             raise RuntimeError("no Celery worker answered a ping within 1 s")
         return {"workers": sorted(name for reply in replies for name in reply)}

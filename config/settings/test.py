@@ -16,6 +16,8 @@ for _alias in ("default", "owner"):
 # Tasks of this run go to its own queue: a worker of another run (or of `make run`) on the same
 # Redis never takes them, and this run's worker never takes theirs.
 CELERY_TASK_DEFAULT_QUEUE = os.environ["AGENTDESK_TEST_DB"]
+# Queues and control broadcasts (ping, ...) of this run live under their own Redis keys.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{os.environ['AGENTDESK_TEST_DB']}:"}
 
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 
