@@ -3,6 +3,7 @@ created by the owner role and migrated as the owner, and tests running as the ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -35,12 +36,11 @@ def _drop_stale_test_databases(conn: psycopg.Connection[Any]) -> None:
     for (name,) in rows:
         pid = name.removeprefix(prefix)
         if pid.isdigit() and not psutil.pid_exists(int(pid)):
-            try:
+            # Still in use by someone we may not disconnect: leave it for next time.
+            with contextlib.suppress(psycopg.Error):
                 conn.execute(
                     sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
                 )
-            except psycopg.Error:
-                pass  # still in use by someone we may not disconnect: leave it for next time
 
 
 def _create_test_database() -> None:

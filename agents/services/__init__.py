@@ -29,7 +29,6 @@ __all__ = [
     "agent_delete",
     "agent_duplicate",
     "agent_update",
-    "validate_agent_fields",
     "agents_subscribed",
     "enqueue_execution",
     "event_dispatch",
@@ -37,4 +36,5 @@ __all__ = [
     "execution_create",
     "execution_get",
     "execution_resume",
+    "validate_agent_fields",
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import pytest
 
 from agents.models import Agent, AgentTemplate
@@ -16,18 +19,18 @@ from agents.services import (
 )
 from core import tenancy
 from core.exceptions import ApplicationError
-from core.models import Event
+from core.models import Event, Site
 from tests.factories import AgencyFactory, SiteFactory
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def site():  # type: ignore[no-untyped-def]
+def site() -> Site:
     return SiteFactory.create(agency=AgencyFactory.create())
 
 
-def _events(agency_id: object) -> list[str]:
+def _events(agency_id: uuid.UUID) -> list[str]:
     return list(
         Event.objects.filter(agency_id=agency_id)
         .order_by("created_at")
@@ -35,7 +38,7 @@ def _events(agency_id: object) -> list[str]:
     )
 
 
-def test_create_update_activate_delete_emit_events(site) -> None:  # type: ignore[no-untyped-def]
+def test_create_update_activate_delete_emit_events(site: Site) -> None:
     with tenancy.agency_context(site.agency_id):
         agent = agent_create(
             agency_id=site.agency_id,
@@ -60,7 +63,7 @@ def test_create_update_activate_delete_emit_events(site) -> None:  # type: ignor
         ]
 
 
-def test_invalid_patterns_and_cron_are_field_errors_and_nothing_is_written(site) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_patterns_and_cron_are_field_errors_and_nothing_is_written(site: Site) -> None:
     with tenancy.agency_context(site.agency_id):
         with pytest.raises(ApplicationError) as error:
             agent_create(
@@ -77,16 +80,21 @@ def test_invalid_patterns_and_cron_are_field_errors_and_nothing_is_written(site)
         assert _events(site.agency_id) == []
 
 
-def test_duplicate_slug_on_a_site_is_a_field_error(site) -> None:  # type: ignore[no-untyped-def]
+def test_duplicate_slug_on_a_site_is_a_field_error(site: Site) -> None:
     with tenancy.agency_context(site.agency_id):
-        fields = {"name": "A", "agent_type": "assistant", "system_prompt": "x", "slug": "same"}
+        fields: dict[str, Any] = {
+            "name": "A",
+            "agent_type": "assistant",
+            "system_prompt": "x",
+            "slug": "same",
+        }
         agent_create(agency_id=site.agency_id, site=site, **fields)
         with pytest.raises(ApplicationError) as error:
             agent_create(agency_id=site.agency_id, site=site, **fields)
         assert "slug" in error.value.extra["fields"]
 
 
-def test_duplicate_and_create_from_template(site) -> None:  # type: ignore[no-untyped-def]
+def test_duplicate_and_create_from_template(site: Site) -> None:
     with tenancy.agency_context(site.agency_id):
         template = AgentTemplate.objects.get(is_system=True, agent_type="guardian")
         agent = agent_create_from_template(template=template, agency_id=site.agency_id, site=site)

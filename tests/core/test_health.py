@@ -19,7 +19,9 @@ def test_healthz_reports_database_and_redis_up() -> None:
     assert set(body["checks"]) == {"database", "redis", "celery"}
 
 
-def test_healthz_is_503_naming_celery_when_no_worker_answers(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_healthz_is_503_naming_celery_when_no_worker_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The same Redis, but a key namespace no worker listens on: a real ping that nobody answers.
     lonely = Celery(
         "nobody-home",
