@@ -172,3 +172,6 @@ class Event(AgencyOwnedModel):
     def __str__(self) -> str:
         return f"{self.event_type} @ {self.created_at:%Y-%m-%d %H:%M:%S}"
 
+
+# Registered with the core app from its own module (API authentication owns it).
+from core.api_keys.models import ApiKey  # noqa: E402, F401

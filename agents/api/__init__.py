@@ -1,0 +1,1 @@
+"""REST endpoints of agents, their executions and memories."""

@@ -1,0 +1,33 @@
+"""Query filters of the agents endpoints."""
+
+from __future__ import annotations
+
+import django_filters
+
+from agents.models import Agent, Execution
+from memory.models import Memory
+
+
+class AgentFilter(django_filters.FilterSet):
+    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", max_length=200)
+
+    class Meta:
+        model = Agent
+        fields = ["agent_type", "domain", "is_active", "site", "llm_provider"]
+
+
+class ExecutionFilter(django_filters.FilterSet):
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+
+    class Meta:
+        model = Execution
+        fields = ["status", "trigger_type", "agent"]
+
+
+class MemoryFilter(django_filters.FilterSet):
+    min_importance = django_filters.NumberFilter(field_name="importance", lookup_expr="gte")
+
+    class Meta:
+        model = Memory
+        fields = ["memory_type", "subject_type"]

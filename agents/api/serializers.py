@@ -1,0 +1,308 @@
+"""Serializers of agents, executions (with steps) and memories."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from rest_framework import serializers
+
+from agents.models import (
+    Agent,
+    AgentGoal,
+    AgentTemplate,
+    Comparison,
+    Execution,
+    ExecutionStep,
+    StopReason,
+)
+from agents.schedules import InvalidCron, parse_cron
+from core.api.fields import (
+    AgencyRelatedField,
+    JSONListField,
+    JSONObjectField,
+    StrictSerializer,
+    StrictSerializerMixin,
+)
+from core.models import Site
+from memory.models import Memory
+from tools.patterns import InvalidPattern, validate_pattern
+
+MAX_LIST_ITEMS = 100
+POSITIVE_FIELDS = (
+    "max_tokens",
+    "max_steps_per_run",
+    "max_tool_calls_per_step",
+    "timeout_seconds",
+    "max_runs_per_hour",
+    "max_runs_per_day",
+)
+AGENT_WRITE_FIELDS = [
+    "name",
+    "slug",
+    "site",
+    "template",
+    "description",
+    "avatar_url",
+    "personality",
+    "agent_type",
+    "domain",
+    "capabilities",
+    "system_prompt",
+    "constraints",
+    "examples",
+    "trigger_events",
+    "trigger_schedule",
+    "trigger_conditions",
+    "llm_provider",
+    "llm_model",
+    "temperature",
+    *POSITIVE_FIELDS,
+    "allowed_tools",
+    "denied_tools",
+    "is_active",
+    "is_public",
+]
+AGENT_STATS_FIELDS = [
+    "total_runs",
+    "successful_runs",
+    "failed_runs",
+    "total_tokens_used",
+    "total_cost_usd",
+    "total_actions_taken",
+    "avg_response_time_ms",
+    "last_run_at",
+    "last_error",
+]
+
+
+def _names(max_length: int) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(max_length=max_length),
+        max_length=MAX_LIST_ITEMS,
+        required=False,
+    )
+
+
+class AgentGoalSerializer(serializers.ModelSerializer):
+    # Declared: DRF drops allow_blank from read-only model fields, and "" is a stored value.
+    comparison = serializers.ChoiceField(
+        choices=Comparison.choices, allow_blank=True, read_only=True
+    )
+
+    class Meta:
+        model = AgentGoal
+        fields = [
+            "id",
+            "name",
+            "description",
+            "priority",
+            "success_metric",
+            "target_value",
+            "comparison",
+            "is_recurring",
+            "deadline",
+            "current_value",
+            "is_achieved",
+            "achieved_at",
+        ]
+        read_only_fields = fields
+
+
+class AgentSerializer(serializers.ModelSerializer):
+    goals = AgentGoalSerializer(many=True, read_only=True)
+    avatar_url = serializers.CharField(read_only=True)  # "" when unset: not a URI
+
+    class Meta:
+        model = Agent
+        fields = [
+            "id",
+            *AGENT_WRITE_FIELDS,
+            "goals",
+            *AGENT_STATS_FIELDS,
+            "created_by",
+            "updated_by",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
+    """Create (``site``, ``name``, ``agent_type`` and ``system_prompt`` required) or patch."""
+
+    site = AgencyRelatedField(queryset=Site.objects.all())
+    template = AgencyRelatedField(
+        queryset=AgentTemplate.objects.all(), include_shared=True, required=False, allow_null=True
+    )
+    description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
+    personality = serializers.CharField(max_length=5000, required=False, allow_blank=True)
+    system_prompt = serializers.CharField(max_length=50_000)
+    capabilities = _names(100)
+    trigger_events = _names(200)
+    allowed_tools = _names(100)
+    denied_tools = _names(100)
+    constraints = JSONListField(required=False)
+    examples = JSONListField(required=False)
+    trigger_conditions = JSONObjectField(required=False)
+    temperature = serializers.DecimalField(
+        max_digits=3,
+        decimal_places=2,
+        min_value=Decimal(0),
+        max_value=Decimal(2),
+        required=False,
+    )
+
+    class Meta:
+        model = Agent
+        fields = AGENT_WRITE_FIELDS
+        # A duplicate slug per site is the service's field error (one rule, one message).
+        validators: list[Any] = []
+        extra_kwargs = {
+            "slug": {"required": False},
+            **{name: {"min_value": 1} for name in POSITIVE_FIELDS},
+        }
+
+    def _patterns(self, value: list[str]) -> list[str]:
+        errors = []
+        for pattern in value:
+            try:
+                validate_pattern(pattern)
+            except InvalidPattern as exc:
+                errors.append(exc.message)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate_allowed_tools(self, value: list[str]) -> list[str]:
+        return self._patterns(value)
+
+    def validate_denied_tools(self, value: list[str]) -> list[str]:
+        return self._patterns(value)
+
+    def validate_trigger_schedule(self, value: str) -> str:
+        if value:
+            try:
+                parse_cron(value)
+            except InvalidCron as exc:
+                raise serializers.ValidationError(str(exc)) from None
+        return value
+
+
+class ExecutionSerializer(serializers.ModelSerializer):
+    stop_reason = serializers.ChoiceField(
+        choices=StopReason.choices, allow_blank=True, read_only=True
+    )
+
+    class Meta:
+        model = Execution
+        fields = [
+            "id",
+            "agent",
+            "site",
+            "parent",
+            "trigger_type",
+            "trigger_event",
+            "trigger_data",
+            "triggered_by",
+            "status",
+            "stop_reason",
+            "cancel_requested_at",
+            "wait_until",
+            "input_request",
+            "input",
+            "output",
+            "result",
+            "actions_taken",
+            "error",
+            "current_step",
+            "tokens_input",
+            "tokens_output",
+            "tokens_cache_read",
+            "tokens_cache_write",
+            "tokens_total",
+            "cost_usd",
+            "llm_call_count",
+            "tool_call_count",
+            "started_at",
+            "completed_at",
+            "duration_ms",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class ExecutionStepSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ExecutionStep
+        fields = [
+            "id",
+            "step_number",
+            "step_type",
+            "input_text",
+            "reasoning",
+            "output_text",
+            "model",
+            "llm_response",
+            "tool_name",
+            "tool_call_id",
+            "tool_input",
+            "tool_output",
+            "started_at",
+            "completed_at",
+            "duration_ms",
+            "tokens_input",
+            "tokens_output",
+            "tokens_cache_read",
+            "tokens_cache_write",
+            "cost_usd",
+        ]
+        read_only_fields = fields
+
+
+class ExecutionDetailSerializer(ExecutionSerializer):
+    steps = ExecutionStepSerializer(many=True, read_only=True)
+
+    class Meta(ExecutionSerializer.Meta):
+        fields = [*ExecutionSerializer.Meta.fields, "steps"]
+        read_only_fields = fields
+
+
+class ExecuteSerializer(StrictSerializer):
+    input = serializers.CharField(
+        max_length=20_000, required=False, allow_blank=True, default="",
+        help_text="The instruction for this run.",
+    )  # fmt: skip
+    trigger_data = JSONObjectField(required=False, default=dict)
+
+
+class ExecuteAcceptedSerializer(serializers.Serializer):
+    execution_id = serializers.UUIDField()
+    status = serializers.CharField()
+
+
+class MemorySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Memory
+        fields = [
+            "id",
+            "agent",
+            "execution",
+            "memory_type",
+            "subject_type",
+            "subject_id",
+            "content",
+            "embedding_model",
+            "confidence",
+            "source",
+            "tags",
+            "metadata",
+            "importance",
+            "access_count",
+            "last_accessed_at",
+            "expires_at",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields

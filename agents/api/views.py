@@ -1,0 +1,254 @@
+"""Agents: CRUD, manual execute, activate/deactivate, and their executions and memories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import generics, mixins, status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.api.filters import AgentFilter, ExecutionFilter, MemoryFilter
+from agents.api.serializers import (
+    AgentSerializer,
+    AgentWriteSerializer,
+    ExecuteAcceptedSerializer,
+    ExecuteSerializer,
+    ExecutionDetailSerializer,
+    ExecutionSerializer,
+    MemorySerializer,
+)
+from agents.models import Agent, Execution, TriggerLog, TriggerOutcome, TriggerType
+from agents.services import (
+    agent_activate,
+    agent_create,
+    agent_deactivate,
+    agent_delete,
+    agent_update,
+    execution_cancel,
+    execution_create,
+)
+from core.api.base import TenantScopedView, TenantViewSet, parse_id
+from core.api.exceptions import error_body
+from core.api.fields import ErrorSerializer
+from core.selectors import access_object
+from memory.models import Memory
+
+AGENT_ID = OpenApiParameter("agent_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+
+
+@extend_schema_view(
+    list=extend_schema(operation_id="agents_list", summary="List agents"),
+    retrieve=extend_schema(operation_id="agents_retrieve", summary="Get an agent"),
+    destroy=extend_schema(
+        operation_id="agents_destroy", summary="Delete an agent (emits ai.agent.deleted)"
+    ),
+)
+class AgentViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, TenantViewSet
+):
+    serializer_class = AgentSerializer
+    filterset_class = AgentFilter
+    ordering_fields = ["name", "created_at", "updated_at", "last_run_at", "total_runs"]
+    ordering = ["name"]
+    http_method_names = ["get", "post", "patch", "delete"]
+
+    def get_queryset(self) -> Any:
+        return self.scope(Agent.objects.prefetch_related("goals"))
+
+    def _agent(self, agent: Agent, *, code: int = status.HTTP_200_OK) -> Response:
+        return Response(AgentSerializer(agent, context=self.get_serializer_context()).data, code)
+
+    @extend_schema(
+        operation_id="agents_create",
+        summary="Create an agent (emits ai.agent.created)",
+        request=AgentWriteSerializer,
+        responses={201: AgentSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        body = AgentWriteSerializer(data=request.data, context=self.get_serializer_context())
+        body.is_valid(raise_exception=True)
+        assert self.principal.agency_id is not None  # RolePermission: writes have an agency
+        agent = agent_create(
+            agency_id=self.principal.agency_id,
+            user_id=self.principal.user_id,
+            **body.validated_data,
+        )
+        return self._agent(self.get_queryset().get(pk=agent.pk), code=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        operation_id="agents_partial_update",
+        summary="Change an agent (emits ai.agent.updated)",
+        request=AgentWriteSerializer,
+        responses={200: AgentSerializer},
+    )
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        agent = self.get_object()
+        body = AgentWriteSerializer(
+            agent, data=request.data, partial=True, context=self.get_serializer_context()
+        )
+        body.is_valid(raise_exception=True)
+        agent_update(agent=agent, user_id=self.principal.user_id, **body.validated_data)
+        return self._agent(self.get_queryset().get(pk=agent.pk))
+
+    def perform_destroy(self, instance: Agent) -> None:
+        agent_delete(agent=instance, user_id=self.principal.user_id)
+
+    @extend_schema(
+        operation_id="agents_execute",
+        summary="Start a run of the agent",
+        description=(
+            "Queues a manual run and answers at once with its id; follow it at "
+            "`/executions/{id}/`. 409 when the agent is inactive or over its run limits (the "
+            "skipped trigger is still logged)."
+        ),
+        request=ExecuteSerializer,
+        responses={
+            202: ExecuteAcceptedSerializer,
+            409: OpenApiResponse(ErrorSerializer, description="The run was not started."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def execute(self, request: Request, pk: str | None = None) -> Response:
+        agent = self.get_object()
+        body = ExecuteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        execution = execution_create(
+            agent=agent,
+            trigger_type=TriggerType.MANUAL,
+            input=body.validated_data["input"],
+            trigger_data=body.validated_data["trigger_data"],
+            triggered_by_id=self.principal.user_id,
+        )
+        if execution is None:
+            # A response, not an exception: the skipped trigger's log row must be kept.
+            log = (
+                TriggerLog.objects.filter(agent=agent, outcome=TriggerOutcome.SKIPPED)
+                .order_by("-triggered_at")
+                .first()
+            )
+            reason = log.skip_reason if log else "skipped"
+            detail = log.skip_detail if log else "The run was not started."
+            body_409 = error_body(reason, f"Not started: {detail}.")
+            return Response(body_409, status=status.HTTP_409_CONFLICT)
+        data = {"execution_id": execution.id, "status": execution.status}
+        return Response(ExecuteAcceptedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        operation_id="agents_activate",
+        summary="Activate the agent (emits ai.agent.activated)",
+        request=None,
+        responses={200: AgentSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def activate(self, request: Request, pk: str | None = None) -> Response:
+        self.expect_no_body(request)
+        agent = agent_activate(agent=self.get_object(), user_id=self.principal.user_id)
+        return self._agent(agent)
+
+    @extend_schema(
+        operation_id="agents_deactivate",
+        summary="Deactivate the agent (emits ai.agent.deactivated)",
+        request=None,
+        responses={200: AgentSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def deactivate(self, request: Request, pk: str | None = None) -> Response:
+        self.expect_no_body(request)
+        agent = agent_deactivate(agent=self.get_object(), user_id=self.principal.user_id)
+        return self._agent(agent)
+
+
+class _AgentChildList(TenantScopedView, generics.ListAPIView):
+    """A list of one agent's rows; the agent is looked up like any by-id fetch (404 alike)."""
+
+    def agent(self) -> Agent:
+        agents = self.scope(Agent.objects.all())
+        return access_object(agents, agency=None, id=parse_id(self.kwargs["agent_id"]))
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="agents_executions_list",
+        summary="The agent's execution history",
+        description="Newest first by default; filter by status, trigger type or creation time.",
+        parameters=[AGENT_ID],
+    )
+)
+class AgentExecutionList(_AgentChildList):
+    serializer_class = ExecutionSerializer
+    filterset_class = ExecutionFilter
+    ordering_fields = ["created_at", "completed_at", "cost_usd", "tokens_total"]
+    ordering = ["-created_at"]
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request
+            return Execution.objects.none()
+        return self.scope(Execution.objects.filter(agent=self.agent()))
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="agents_memories_list",
+        summary="The agent's memories",
+        description="What the agent learned (embeddings left out); filter by type, importance.",
+        parameters=[AGENT_ID],
+    )
+)
+class AgentMemoryList(_AgentChildList):
+    serializer_class = MemorySerializer
+    filterset_class = MemoryFilter
+    ordering_fields = ["created_at", "importance", "last_accessed_at"]
+    ordering = ["-created_at"]
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request
+            return Memory.objects.none()
+        return self.scope(Memory.objects.filter(agent=self.agent()))
+
+
+@extend_schema_view(
+    list=extend_schema(operation_id="executions_list", summary="The agency's executions"),
+    retrieve=extend_schema(
+        operation_id="executions_retrieve",
+        summary="An execution with its steps (the trace)",
+        responses={200: ExecutionDetailSerializer},
+    ),
+)
+class ExecutionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSet):
+    filterset_class = ExecutionFilter
+    ordering_fields = ["created_at", "completed_at", "cost_usd", "tokens_total"]
+    ordering = ["-created_at"]
+
+    def get_queryset(self) -> Any:
+        executions = Execution.objects.all()
+        if self.action == "retrieve":
+            executions = executions.prefetch_related("steps")
+        return self.scope(executions)
+
+    def get_serializer_class(self) -> Any:
+        return ExecutionDetailSerializer if self.action == "retrieve" else ExecutionSerializer
+
+    @extend_schema(
+        operation_id="executions_cancel",
+        summary="Cancel an execution",
+        description=(
+            "Idempotent. A waiting or pending run ends at once; a running one stops before its "
+            "next model call or tool (`cancel_requested_at` is set meanwhile)."
+        ),
+        request=None,
+        responses={200: ExecutionSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        self.expect_no_body(request)
+        execution = execution_cancel(execution=self.get_object())
+        return Response(ExecutionSerializer(execution).data)

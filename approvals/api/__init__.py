@@ -1,0 +1,1 @@
+"""REST endpoints of approvals: the queue and the decision."""

@@ -1,0 +1,68 @@
+"""The approvers' queue: list approvals (``?status=pending``) and decide one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from approvals.api.serializers import ApprovalSerializer, DecisionSerializer
+from approvals.models import Approval
+from approvals.services import approval_decide
+from core.api.base import TenantViewSet
+from core.api.fields import ErrorSerializer
+from core.api.permissions import APPROVE_ROLES
+
+
+class ApprovalFilter(django_filters.FilterSet):
+    class Meta:
+        model = Approval
+        fields = ["status", "risk_level", "agent", "execution", "site", "action_type"]
+
+
+@extend_schema_view(
+    list=extend_schema(operation_id="approvals_list", summary="List approvals"),
+    retrieve=extend_schema(operation_id="approvals_retrieve", summary="Get an approval"),
+)
+class ApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewSet):
+    serializer_class = ApprovalSerializer
+    filterset_class = ApprovalFilter
+    ordering_fields = ["created_at", "expires_at", "risk_level"]
+    ordering = ["-created_at"]
+    action_roles = {"decide": APPROVE_ROLES}
+
+    def get_queryset(self) -> Any:
+        return self.scope(Approval.objects.all())
+
+    @extend_schema(
+        operation_id="approvals_decide",
+        summary="Approve or deny",
+        description=(
+            "Approve (optionally with edited arguments, validated against the tool's schema) or "
+            "deny a pending approval. Approved: the run resumes and the tool runs once. Denied: "
+            "the run is cancelled. A second decision is a 409."
+        ),
+        request=DecisionSerializer,
+        responses={
+            200: ApprovalSerializer,
+            409: OpenApiResponse(ErrorSerializer, description="Already decided."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def decide(self, request: Request, pk: str | None = None) -> Response:
+        approval = self.get_object()
+        body = DecisionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        decided = approval_decide(
+            approval=approval,
+            approve=body.validated_data["decision"] == "approve",
+            user_id=self.principal.user_id,
+            reason=body.validated_data["reason"],
+            edited_arguments=body.validated_data["edited_arguments"],
+        )
+        return Response(ApprovalSerializer(decided).data)

@@ -1,0 +1,92 @@
+"""The one API error shape, ``{"message", "code", "extra"}``, from one DRF exception handler.
+
+``ApplicationError`` keeps its status and code (``extra`` carries e.g. ``fields``); DRF validation
+errors are 400 with ``extra.fields``; not found 404; permission 403; missing credentials 401;
+anything unexpected is logged and becomes a 500 that says nothing about the internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from core.exceptions import ApplicationError
+
+logger = logging.getLogger("agentdesk.api")
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
+
+
+def error_body(code: str, message: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {"message": message, "code": code, "extra": dict(extra or {})}
+
+
+def _first_message(fields: Any, path: str = "") -> str | None:
+    """``"name: This field is required."`` for the first error in a (nested) error structure."""
+    if isinstance(fields, Mapping):
+        for key, value in fields.items():
+            label = f"{path}.{key}" if path else str(key)
+            found = _first_message(value, label)
+            if found:
+                return found
+    elif isinstance(fields, list):
+        for value in fields:
+            found = _first_message(value, path)
+            if found:
+                return found
+    elif fields is not None:
+        return f"{path}: {fields}" if path else str(fields)
+    return None
+
+
+def _validation_response(exc: exceptions.ValidationError) -> Response:
+    detail = exc.detail
+    fields = detail if isinstance(detail, Mapping) else {"non_field_errors": detail}
+    first = _first_message(fields)
+    message = f"Invalid input. {first}" if first else "Invalid input."
+    return Response(error_body("invalid", message, {"fields": fields}), status=400)
+
+
+def _api_exception_response(exc: exceptions.APIException) -> Response:
+    headers: dict[str, str] = {}
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = str(auth_header)
+    wait = getattr(exc, "wait", None)
+    if wait:
+        headers["Retry-After"] = str(int(wait))
+    codes = exc.get_codes()
+    code = codes if isinstance(codes, str) else exc.default_code
+    return Response(error_body(str(code), str(exc.detail)), status=exc.status_code, headers=headers)
+
+
+def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
+    if isinstance(exc, ApplicationError):
+        return Response(error_body(exc.code, exc.message, exc.extra), status=exc.status)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found.")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    if isinstance(exc, exceptions.ValidationError):
+        return _validation_response(exc)
+    if isinstance(exc, exceptions.APIException):
+        return _api_exception_response(exc)
+    view = context.get("view")
+    logger.error("Unhandled error in %s", type(view).__name__ if view else "API view", exc_info=exc)
+    return Response(
+        error_body("server_error", "An unexpected error occurred; it has been logged."),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )

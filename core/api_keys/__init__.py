@@ -1,0 +1,1 @@
+"""Per-agency API keys: the model, the writers and the lookup used by API authentication."""

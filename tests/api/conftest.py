@@ -1,0 +1,100 @@
+"""API test fixtures: two agencies with a member of every role, and clients that authenticate
+the way real clients do (user tokens, API keys, sessions)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.db.models import Model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from core import tenancy
+from core.api_keys.services import api_key_create
+from core.models import Agency, Role, Site, User
+from tests.factories import AgencyFactory, MembershipFactory, SiteFactory, UserFactory
+
+# Every operation of the API; the schema test fails when one is added without being listed here
+# (and so fuzzed by test_fuzz).
+EXPECTED_OPERATIONS = {
+    "agents_list", "agents_create", "agents_retrieve", "agents_partial_update",
+    "agents_destroy", "agents_execute", "agents_activate", "agents_deactivate",
+    "agents_executions_list", "agents_memories_list", "approvals_list", "approvals_retrieve",
+    "approvals_decide", "executions_list", "executions_retrieve", "executions_cancel",
+    "events_list", "events_retrieve", "events_emit", "tools_list", "tools_retrieve",
+    "tools_create", "tools_partial_update", "tools_destroy", "usage_summary", "api_keys_list",
+    "api_keys_retrieve", "api_keys_create", "api_keys_revoke",
+}  # fmt: skip
+
+
+@dataclass
+class Tenant:
+    agency: Agency
+    site: Site
+    users: dict[str, User] = field(default_factory=dict)
+
+
+def make_tenant() -> Tenant:
+    agency = AgencyFactory.create()
+    tenant = Tenant(agency=agency, site=SiteFactory.create(agency=agency))
+    for role in Role.values:
+        tenant.users[role] = MembershipFactory.create(agency=agency, role=role).user
+    return tenant
+
+
+@pytest.fixture
+def tenant_a(db: None) -> Tenant:
+    return make_tenant()
+
+
+@pytest.fixture
+def tenant_b(db: None) -> Tenant:
+    return make_tenant()
+
+
+def token_client(user: User) -> APIClient:
+    token, _ = Token.objects.get_or_create(user=user)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def new_key(agency: Agency, role: str = Role.STAFF) -> str:
+    """A new API key of ``agency`` (the full key, as shown once at creation)."""
+    with tenancy.agency_context(agency.id):
+        _key, full_key = api_key_create(agency_id=agency.id, name=f"{role} key", role=role)
+    return full_key
+
+
+def key_client(agency: Agency, role: str = Role.STAFF) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {new_key(agency, role)}")
+    return client
+
+
+@pytest.fixture
+def as_role(tenant_a: Tenant) -> Callable[[str], APIClient]:
+    """A token client for agency A's member of ``role``."""
+    return lambda role: token_client(tenant_a.users[role])
+
+
+@pytest.fixture
+def superuser(db: None) -> User:
+    return UserFactory.create(is_superuser=True)
+
+
+def count(model: type[Model], **filters: Any) -> int:
+    """Rows across every agency: "nothing written" must not depend on the reader's tenant."""
+    with tenancy.platform_context():
+        return model._default_manager.filter(**filters).count()
+
+
+def fields_of(response: Any) -> dict[str, Any]:
+    """The field errors of a 400 in the API's error shape (asserting the shape on the way)."""
+    body = response.json()
+    assert response.status_code == 400, body
+    assert set(body) == {"message", "code", "extra"}, body
+    return dict(body["extra"]["fields"])

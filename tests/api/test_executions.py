@@ -1,0 +1,108 @@
+"""Executions over REST: manual execute (202), history, detail with steps, cancel."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import Execution, ExecutionStatus, TriggerLog
+from core.models import Role
+from tests.agents.factories import AgentFactory, ExecutionFactory, ExecutionStepFactory
+from tests.api.conftest import count, fields_of
+
+EXECUTIONS = "/api/v1/executions/"
+
+
+@pytest.fixture
+def agent(tenant_a):
+    return AgentFactory.create(agency=tenant_a.agency, site=tenant_a.site)
+
+
+def test_execute_returns_202_with_the_new_execution(agent, as_role) -> None:
+    response = as_role(Role.STAFF).post(
+        f"/api/v1/agents/{agent.id}/execute/",
+        {"input": "Follow up on new leads", "trigger_data": {"source": "api"}},
+        format="json",
+    )
+    assert response.status_code == 202, response.json()
+    execution_id = response.json()["execution_id"]
+    assert response.json()["status"] == ExecutionStatus.PENDING
+    assert count(Execution, pk=execution_id, agent=agent, input="Follow up on new leads") == 1
+    history = as_role(Role.VIEWER).get(f"/api/v1/agents/{agent.id}/executions/").json()
+    assert [e["id"] for e in history["results"]] == [execution_id]
+
+
+def test_execute_an_inactive_agent_is_409_and_the_skip_is_logged(tenant_a, as_role) -> None:
+    agent = AgentFactory.create(agency=tenant_a.agency, site=tenant_a.site, is_active=False)
+    response = as_role(Role.STAFF).post(f"/api/v1/agents/{agent.id}/execute/", {}, format="json")
+    assert response.status_code == 409
+    assert response.json()["code"] == "agent_inactive"
+    assert count(Execution) == 0
+    assert count(TriggerLog, agent=agent, outcome="skipped") == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"input": 5, "extra": True}, "extra"),
+        ({"trigger_data": "not an object"}, "trigger_data"),
+        ({"input": "x" * 20_001}, "input"),
+    ],
+)
+def test_execute_bad_input_starts_nothing(agent, as_role, body, field) -> None:
+    response = as_role(Role.STAFF).post(f"/api/v1/agents/{agent.id}/execute/", body, format="json")
+    assert field in fields_of(response)
+    assert count(Execution) == 0
+    assert count(TriggerLog) == 0
+
+
+def test_detail_has_the_steps_in_order(agent, as_role) -> None:
+    execution = ExecutionFactory.create(agent=agent)
+    for number in (2, 1):
+        ExecutionStepFactory.create(execution=execution, step_number=number)
+    detail = as_role(Role.VIEWER).get(f"{EXECUTIONS}{execution.id}/").json()
+    assert [s["step_number"] for s in detail["steps"]] == [1, 2]
+    listed = as_role(Role.VIEWER).get(EXECUTIONS, {"status": "pending"}).json()
+    assert [e["id"] for e in listed["results"]] == [str(execution.id)]
+    assert "steps" not in listed["results"][0]
+
+
+def test_list_filter_with_a_bad_value_is_400(agent, as_role) -> None:
+    assert "status" in fields_of(as_role(Role.VIEWER).get(EXECUTIONS, {"status": "bogus"}))
+    assert "agent" in fields_of(as_role(Role.VIEWER).get(EXECUTIONS, {"agent": "x"}))
+
+
+def test_cancel_a_pending_execution(agent, as_role) -> None:
+    execution = ExecutionFactory.create(agent=agent)
+    response = as_role(Role.STAFF).post(f"{EXECUTIONS}{execution.id}/cancel/")
+    assert response.status_code == 200
+    assert response.json()["status"] == ExecutionStatus.CANCELLED
+    assert count(Execution, pk=execution.id, status=ExecutionStatus.CANCELLED) == 1
+
+
+def test_cancel_with_a_body_is_a_field_error_and_cancels_nothing(agent, as_role) -> None:
+    execution = ExecutionFactory.create(agent=agent)
+    url = f"{EXECUTIONS}{execution.id}/cancel/"
+    response = as_role(Role.STAFF).post(url, "{not json", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "parse_error"
+    assert "reason" in fields_of(as_role(Role.STAFF).post(url, {"reason": "x"}, format="json"))
+    assert count(Execution, pk=execution.id, status=ExecutionStatus.PENDING) == 1
+
+
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.APPROVER])
+def test_readers_cannot_execute_or_cancel(agent, as_role, role) -> None:
+    execution = ExecutionFactory.create(agent=agent)
+    client = as_role(role)
+    assert client.post(f"/api/v1/agents/{agent.id}/execute/", {}, format="json").status_code == 403
+    assert client.post(f"{EXECUTIONS}{execution.id}/cancel/").status_code == 403
+    assert count(Execution, status=ExecutionStatus.PENDING) == 1
+
+
+def test_another_agencys_execution_is_a_404(tenant_b, as_role) -> None:
+    theirs = ExecutionFactory.create(agent__agency=tenant_b.agency, agent__site=tenant_b.site)
+    client = as_role(Role.ADMIN)
+    assert client.get(f"{EXECUTIONS}{theirs.id}/").status_code == 404
+    assert client.post(f"{EXECUTIONS}{theirs.id}/cancel/").status_code == 404
+    assert client.get(f"{EXECUTIONS}not-a-uuid/").status_code == 404
+    assert client.get(EXECUTIONS).json()["count"] == 0
+    assert count(Execution, pk=theirs.id, status=ExecutionStatus.PENDING) == 1

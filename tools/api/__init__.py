@@ -1,0 +1,1 @@
+"""REST endpoints of the tool registry."""

@@ -1,0 +1,1 @@
+"""REST endpoint of usage: the summary over a date range."""

@@ -1,0 +1,96 @@
+"""Reads of usage: totals per day, per agent and per model over a date range."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, TypedDict
+
+from django.db.models import QuerySet, Sum
+from django.db.models.functions import Coalesce
+
+from agents.models import Agent
+from usage.models import UsageDaily
+
+COUNTERS = (
+    "agent_runs",
+    "llm_calls",
+    "tool_calls",
+    "tokens_input",
+    "tokens_output",
+    "tokens_cache_read",
+    "tokens_cache_write",
+)
+
+
+class UsageTotals(TypedDict):
+    agent_runs: int
+    llm_calls: int
+    tool_calls: int
+    tokens_input: int
+    tokens_output: int
+    tokens_cache_read: int
+    tokens_cache_write: int
+    cost_usd: Decimal
+
+
+def _sums() -> dict[str, Any]:
+    sums: dict[str, Any] = {name: Coalesce(Sum(name), 0) for name in COUNTERS}
+    sums["cost_usd"] = Coalesce(Sum("cost_usd"), Decimal(0))
+    return sums
+
+
+def _totals(row: Mapping[str, Any]) -> UsageTotals:
+    return UsageTotals(
+        **{name: int(row[name]) for name in COUNTERS},  # type: ignore[typeddict-item]
+        cost_usd=row["cost_usd"],
+    )
+
+
+def usage_summary(
+    *,
+    rows: QuerySet[UsageDaily],
+    date_from: datetime.date,
+    date_to: datetime.date,
+    agent_id: uuid.UUID | None = None,
+    site_id: uuid.UUID | None = None,
+) -> dict[str, Any]:
+    """Totals of ``rows`` (already scoped to the caller's agency) from ``date_from`` to
+    ``date_to`` inclusive, overall and grouped by day, agent and model."""
+    rows = rows.filter(date__gte=date_from, date__lte=date_to)
+    if agent_id is not None:
+        rows = rows.filter(agent_id=agent_id)
+    if site_id is not None:
+        rows = rows.filter(site_id=site_id)
+    by_day = [
+        {"date": row["date"], **_totals(row)}
+        for row in rows.values("date").annotate(**_sums()).order_by("date")
+    ]
+    agents: list[dict[str, Any]] = [
+        {"agent_id": row["agent_id"], **_totals(row)}
+        for row in rows.values("agent_id").annotate(**_sums()).order_by("-cost_usd", "agent_id")
+    ]
+    # Usage outlives deleted agents (no foreign key): their name is simply unknown.
+    names = dict(
+        Agent.objects.filter(pk__in=[a["agent_id"] for a in agents if a["agent_id"]]).values_list(
+            "pk", "name"
+        )
+    )
+    for entry in agents:
+        entry["agent_name"] = names.get(entry["agent_id"])
+    by_model = [
+        {"provider": row["provider"], "model": row["model"], **_totals(row)}
+        for row in rows.values("provider", "model")
+        .annotate(**_sums())
+        .order_by("-cost_usd", "provider", "model")
+    ]
+    return {
+        "date_from": date_from,
+        "date_to": date_to,
+        "totals": _totals(rows.aggregate(**_sums())),
+        "by_day": by_day,
+        "by_agent": agents,
+        "by_model": by_model,
+    }
