@@ -84,3 +84,25 @@ def test_revoke_action_in_the_admin(tenant_a) -> None:
         follow=True,
     )
     assert count(ApiKey, pk=key.pk, revoked_at__isnull=False) == 1
+
+
+def test_another_agencys_keys_are_invisible_in_the_admin(tenant_a, tenant_b) -> None:
+    new_key(tenant_a.agency)
+    with tenancy.agency_context(tenant_a.agency.id):
+        key = ApiKey.objects.get()
+    client = Client()
+    client.force_login(tenant_b.users[Role.ADMIN])
+    assert key.prefix not in client.get("/admin/core/apikey/").content.decode()
+    assert client.get(f"/admin/core/apikey/{key.pk}/change/").status_code == 404
+
+
+def test_superuser_creates_a_key_for_a_chosen_agency_in_the_admin(tenant_a, superuser) -> None:
+    client = Client()
+    client.force_login(superuser)
+    response = client.post(
+        "/admin/core/apikey/add/",
+        {"agency": str(tenant_a.agency.id), "name": "Ops", "role": Role.STAFF},
+        follow=True,
+    )
+    assert re.search(r"adk_[0-9a-f]{8}_", response.content.decode())
+    assert count(ApiKey, agency=tenant_a.agency, name="Ops") == 1
