@@ -17,6 +17,7 @@ from approvals.services import approval_decide
 from core.api.base import TenantViewSet
 from core.api.fields import ErrorSerializer
 from core.api.permissions import APPROVE_ROLES
+from core.exceptions import ApplicationError
 
 
 class ApprovalFilter(django_filters.FilterSet):
@@ -58,11 +59,17 @@ class ApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantVi
         approval = self.get_object()
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        decided = approval_decide(
-            approval=approval,
-            approve=body.validated_data["decision"] == "approve",
-            user_id=self.principal.user_id,
-            reason=body.validated_data["reason"],
-            edited_arguments=body.validated_data["edited_arguments"],
-        )
+        try:
+            decided = approval_decide(
+                approval=approval,
+                approve=body.validated_data["decision"] == "approve",
+                user_id=self.principal.user_id,
+                reason=body.validated_data["reason"],
+                edited_arguments=body.validated_data["edited_arguments"],
+            )
+        except ApplicationError as exc:
+            if exc.code == "invalid_arguments":  # the tool's schema refused them: a field error
+                problems = [f"{e['path']}: {e['message']}" for e in exc.extra.get("errors", [])]
+                exc.extra.setdefault("fields", {"edited_arguments": problems})
+            raise
         return Response(ApprovalSerializer(decided).data)

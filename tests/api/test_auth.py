@@ -169,3 +169,17 @@ def test_superuser_reads_all_agencies_and_writes_for_a_named_one(
     response = client.post(f"{AGENTS}?agency={tenant_b.agency.id}", wrong_site, format="json")
     assert response.status_code == 400
     assert client.get(AGENTS, {"agency": "nope"}).status_code == 400
+
+
+def test_staff_of_one_agency_see_nothing_of_another(tenant_a, tenant_b) -> None:
+    theirs = AgentFactory.create(agency=tenant_b.agency, site=tenant_b.site)
+    their_run = ExecutionFactory.create(agent=theirs)
+    new_key(tenant_b.agency)
+    staff_a = token_client(tenant_a.users[Role.STAFF])
+    assert staff_a.get(AGENTS).json()["count"] == 0
+    assert staff_a.get("/api/v1/executions/").json()["count"] == 0
+    assert staff_a.get(f"/api/v1/executions/{their_run.id}/").status_code == 404
+    assert staff_a.get(f"{AGENTS}{theirs.id}/executions/").status_code == 404
+    assert staff_a.get(KEYS).status_code == 403  # keys are for agency admins
+    admin_a = token_client(tenant_a.users[Role.ADMIN])
+    assert admin_a.get(KEYS).json()["count"] == 0
