@@ -20,6 +20,7 @@ from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
+
 def execution_group(execution_id: uuid.UUID | str) -> str:
     return f"execution.{execution_id}"
 

@@ -107,9 +107,7 @@ def _database(url: str, *, pooled: bool = False) -> dict[str, Any]:
         config["CONN_HEALTH_CHECKS"] = True
     # Server-side binding lets psycopg prepare the statements the runtime repeats every step
     # (parse and plan once per connection). Turn off behind a transaction-mode pgbouncer.
-    options["server_side_binding"] = env.bool(
-        "DATABASE_SERVER_SIDE_BINDING", default=True
-    )
+    options["server_side_binding"] = env.bool("DATABASE_SERVER_SIDE_BINDING", default=True)
     return config
 
 
@@ -160,9 +158,7 @@ MAILERS = {
         "OPTIONS": env.json("AGENTDESK_MAIL_OPTIONS", default={}),
     }
 }
-DEFAULT_FROM_EMAIL = env.str(
-    "DEFAULT_FROM_EMAIL", default="AgentDesk <agents@agentdesk.localhost>"
-)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="AgentDesk <agents@agentdesk.localhost>")
 
 # --- Celery -----------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
