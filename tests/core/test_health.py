@@ -27,6 +27,9 @@ def test_healthz_is_503_naming_celery_when_no_worker_answers(
         "nobody-home",
         broker=settings.CELERY_BROKER_URL,
         broker_transport_options={"global_keyprefix": f"lonely-{uuid.uuid4().hex}:"},
+        # Not the current app: shared tasks (the runtime's) would otherwise publish through it
+        # for the rest of the session, where no worker listens.
+        set_as_current=False,
     )
     result = check_celery(lonely)
     assert result["ok"] is False
@@ -35,3 +38,11 @@ def test_healthz_is_503_naming_celery_when_no_worker_answers(
     response = Client().get("/healthz")
     assert response.status_code == 503
     assert response.json()["down"] == ["celery"]
+
+
+def test_the_project_app_stays_the_current_celery_app() -> None:
+    from celery import current_app
+
+    from config.celery_app import app
+
+    assert current_app.main == app.main
