@@ -161,6 +161,14 @@ def make_pki(directory: Path, hostname: str) -> TestPKI:
             .not_valid_before(now - dt.timedelta(minutes=5))
             .not_valid_after(now + dt.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            # Python 3.13 verifies with VERIFY_X509_STRICT, which requires the key identifiers.
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
+            )
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+                critical=False,
+            )
         )
         if ca:
             builder = builder.add_extension(
