@@ -27,7 +27,11 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(PY) manage.py up $(ARGS)
 
-test: lint typecheck pytest
+# On CI (CI set) the embedded servers are stopped afterwards, pass or fail; on a developer
+# machine they stay up for the next run (or a `make run` in another terminal).
+test: $(STAMP)
+	@status=0; $(MAKE) --no-print-directory lint typecheck pytest || status=$$?; \
+	if [ -n "$$CI" ]; then $(PY) manage.py embedded stop; fi; exit $$status
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
