@@ -15,6 +15,7 @@ from agents.runtime.loop import run_execution as run_loop
 from agents.services import event_dispatch, execution_create, execution_resume
 from core import tenancy
 from core.models import Event
+from core.tenancy import TenantTask
 
 logger = logging.getLogger(__name__)
 
@@ -25,28 +26,27 @@ def run_execution(execution_id: str, *, agency_id: str) -> str:
     return run_loop(execution_id, agency_id=agency_id)
 
 
-@shared_task(name="agents.dispatch_event", ignore_result=True)
-def dispatch_event(event_id: str, *, agency_id: str) -> int:
-    with tenancy.agency_context(agency_id):
-        event = Event.objects.filter(pk=event_id).first()
-        if event is None:
-            return 0
-        return len(event_dispatch(event=event))
+# TenantTask runs these in the agency given as the `agency_id` keyword argument.
+@shared_task(name="agents.dispatch_event", base=TenantTask, ignore_result=True)
+def dispatch_event(event_id: str) -> int:
+    event = Event.objects.filter(pk=event_id).first()
+    if event is None:
+        return 0
+    return len(event_dispatch(event=event))
 
 
-@shared_task(name="agents.run_scheduled", ignore_result=True)
-def run_scheduled(agent_id: str, *, agency_id: str) -> str | None:
+@shared_task(name="agents.run_scheduled", base=TenantTask, ignore_result=True)
+def run_scheduled(agent_id: str) -> str | None:
     """Celery beat's entry for an agent's cron schedule."""
-    with tenancy.agency_context(agency_id):
-        agent = Agent.objects.filter(pk=agent_id).first()
-        if agent is None:
-            return None
-        execution = execution_create(
-            agent=agent,
-            trigger_type=TriggerType.SCHEDULE,
-            trigger_data={"schedule": agent.trigger_schedule},
-        )
-        return str(execution.id) if execution else None
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        return None
+    execution = execution_create(
+        agent=agent,
+        trigger_type=TriggerType.SCHEDULE,
+        trigger_data={"schedule": agent.trigger_schedule},
+    )
+    return str(execution.id) if execution else None
 
 
 @shared_task(name="agents.reap_expired_leases", ignore_result=True)

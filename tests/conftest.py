@@ -4,7 +4,6 @@ created by the owner role and migrated as the owner, and tests running as the ru
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any
 
 import psutil
@@ -74,10 +73,7 @@ def django_db_setup(django_db_blocker: Any) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Drop this run's database; on CI, also stop the embedded servers if this run started them.
-
-    On a developer machine they stay up: another test run or `make run` may be using them.
-    """
+    """Drop this run's database. The embedded servers stay up (`make test` stops them on CI)."""
     from django.db import connections
 
     connections.close_all()
@@ -86,10 +82,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
-    if os.environ.get("CI") and service_urls().started_embedded:
-        from core import embedded
-
-        embedded.stop()
 
 
 @pytest.fixture

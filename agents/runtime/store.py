@@ -27,7 +27,6 @@ from psycopg.types.json import Jsonb
 
 from agents.llm import Usage
 from agents.models import (
-    TERMINAL_STATUSES,
     Agent,
     Execution,
     ExecutionStatus,
@@ -459,7 +458,3 @@ def _record_episode(execution: Execution) -> None:
             tokens_used=execution.tokens_total,
         )
     )
-
-
-def is_terminal(status: str) -> bool:
-    return status in TERMINAL_STATUSES

@@ -17,7 +17,6 @@ from agents.services.executions import (
     event_dispatch,
     execution_cancel,
     execution_create,
-    execution_get,
     execution_resume,
 )
 
@@ -34,7 +33,6 @@ __all__ = [
     "event_dispatch",
     "execution_cancel",
     "execution_create",
-    "execution_get",
     "execution_resume",
     "validate_agent_fields",
 ]

@@ -22,7 +22,6 @@ from agents.models import (
     TriggerType,
 )
 from agents.runtime import store
-from core.exceptions import ApplicationError
 from core.models import Event
 
 
@@ -199,10 +198,3 @@ def event_dispatch(*, event: Event) -> list[Execution]:
         locked.processed_at = timezone.now()
         locked.save(update_fields=["processed_at", "updated_at"])
         return started
-
-
-def execution_get(*, agency_id: uuid.UUID, execution_id: uuid.UUID | str) -> Execution:
-    execution = Execution.objects.filter(agency_id=agency_id, pk=execution_id).first()
-    if execution is None:
-        raise ApplicationError("not_found", "No such execution.", status=404)
-    return execution

@@ -37,3 +37,20 @@ def test_schedule_entry_follows_the_agent() -> None:
     with tenancy.agency_context(agent.agency_id):
         assert agent_schedule_sync(agent) is None
     assert not PeriodicTask.objects.filter(name=periodic_task_name(agent)).exists()
+
+
+def test_beat_entry_task_starts_a_scheduled_run_in_the_agents_agency() -> None:
+    from agents.models import Execution
+    from agents.tasks import run_scheduled
+
+    agent = AgentFactory.create(trigger_schedule="0 9 * * *", is_active=True)
+    other = AgentFactory.create(is_active=True)
+    execution_id = run_scheduled.apply(
+        args=[str(agent.id)], kwargs={"agency_id": str(agent.agency_id)}
+    ).get()
+    with tenancy.agency_context(agent.agency_id):
+        execution = Execution.objects.get(pk=execution_id)
+    assert execution.trigger_type == "schedule"
+    # Another agency's agent id is simply not found in this agency's context.
+    missing = run_scheduled.apply(args=[str(other.id)], kwargs={"agency_id": str(agent.agency_id)})
+    assert missing.get() is None
