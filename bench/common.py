@@ -16,6 +16,20 @@ from bench.machine import MachineFacts, measure
 from core import db_roles
 
 
+def worker(*, concurrency: int, **env: str) -> Any:
+    """A real Celery worker subprocess configured as in production, not as the tests configure
+    theirs (they turn the catalogue cache off to see edits at once, and use short leases)."""
+    from tests.agents.runtime.conftest import Worker  # noqa: PLC0415
+
+    production = {
+        "AGENTDESK_CATALOGUE_CACHE_SECONDS": "30",
+        "AGENTDESK_LEASE_SECONDS": "60",
+        "AGENTDESK_LLM_TIMEOUT_SECONDS": "60",
+        "LOG_LEVEL": "WARNING",
+    }
+    return Worker(concurrency=concurrency, **{**production, **env})
+
+
 def database_conninfo(alias: str = "owner") -> str:
     return db_roles.conninfo_from_settings(settings.DATABASES[alias])
 

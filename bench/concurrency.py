@@ -24,7 +24,6 @@ from agents.services import execution_create
 from bench import common
 from core import tenancy
 from crm.models import Contact
-from tests.agents.runtime.conftest import Worker
 
 TERMINAL = ("completed", "failed", "cancelled", "timed_out")
 
@@ -46,9 +45,7 @@ def main() -> None:
     args = parser.parse_args()
     common.create_database()
     facts = common.machine_facts()
-    worker = Worker(
-        concurrency=args.threads, AGENTDESK_LEASE_SECONDS="120", LOG_LEVEL="WARNING"
-    ).start()
+    worker = common.worker(concurrency=args.threads, AGENTDESK_LEASE_SECONDS="120").start()
     assert worker.process is not None
     try:
         with FakeProviderServer(latency=args.latency, record=False) as server:

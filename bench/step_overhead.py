@@ -28,7 +28,7 @@ from agents.services import execution_create
 from bench import common
 from core import realtime, tenancy
 from crm.models import Contact
-from tests.agents.runtime.conftest import Worker, wait_for
+from tests.agents.runtime.conftest import wait_for
 from tools.models import ToolCall
 
 
@@ -108,7 +108,7 @@ def main() -> None:
     args = parser.parse_args()
     common.create_database()
     facts = common.machine_facts()
-    worker = Worker(concurrency=4, AGENTDESK_LEASE_SECONDS="60").start()
+    worker = common.worker(concurrency=4).start()
     try:
         with FakeProviderServer() as server:
             run_once(server, 3)  # warm-up: imports, connections, caches

@@ -19,7 +19,6 @@ from agents.services import execution_create
 from bench import common
 from core import tenancy
 from crm.models import Contact
-from tests.agents.runtime.conftest import Worker
 
 TERMINAL = ("completed", "failed", "cancelled", "timed_out")
 
@@ -34,7 +33,7 @@ def main() -> None:
     common.create_database()
     facts = common.machine_facts()
     workers = [
-        Worker(concurrency=args.threads, AGENTDESK_LEASE_SECONDS="120", LOG_LEVEL="WARNING")
+        common.worker(concurrency=args.threads, AGENTDESK_LEASE_SECONDS="120")
         for _ in range(args.workers)
     ]
     try:

@@ -23,6 +23,7 @@ from typing import Any
 
 from celery import Task
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from psycopg.pq import TransactionStatus
 
 
 @dataclass(frozen=True)
@@ -48,17 +49,28 @@ def current_agency_id() -> uuid.UUID | None:
 
 
 def _apply(context: TenantContext, using: str) -> None:
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('app.agency_id', %s, true),"
-            " set_config('app.all_agencies', %s, true),"
-            " set_config('app.user_id', %s, true)",
-            [
-                str(context.agency_id) if context.agency_id else "",
-                "on" if context.all_agencies else "",
-                str(context.user_id) if context.user_id is not None else "",
-            ],
-        )
+    connection = connections[using]
+    arguments = [
+        str(context.agency_id) if context.agency_id else "",
+        "on" if context.all_agencies else "",
+        str(context.user_id) if context.user_id is not None else "",
+    ]
+    with connection.cursor() as cursor:
+        raw = connection.connection
+        if raw.info.transaction_status == TransactionStatus.IDLE and not raw.autocommit:
+            # First statement of the transaction: psycopg sends BEGIN first, and in pipeline
+            # mode both go out in one round trip instead of two.
+            with connection.wrap_database_errors, raw.pipeline():
+                cursor.execute(_SET_CONFIG, arguments)
+        else:
+            cursor.execute(_SET_CONFIG, arguments)
+
+
+_SET_CONFIG = (
+    "SELECT set_config('app.agency_id', %s, true),"
+    " set_config('app.all_agencies', %s, true),"
+    " set_config('app.user_id', %s, true)"
+)
 
 
 @contextmanager
@@ -85,16 +97,21 @@ def tenant_context(
     try:
         with transaction.atomic(using=using):
             _apply(context, using)
-            try:
-                yield context
-            finally:
-                # Inside an outer transaction (this block is a savepoint) the settings outlive
-                # the block: put the outer context back unless the transaction is already
-                # broken. A top-level block needs nothing: its transaction ends with it.
-                if nested and outer != context and not connections[using].needs_rollback:
-                    _apply(outer, using)
+            yield context
     finally:
         _current.reset(token)
+        # Inside an outer transaction (this block was a savepoint) settings of a released
+        # savepoint outlive it: put the outer context back, after the savepoint has ended so
+        # that a block that failed on a database error has been rolled back first. A top-level
+        # block needs nothing: its transaction ended with it.
+        connection = connections[using]
+        if (
+            nested
+            and outer != context
+            and connection.in_atomic_block
+            and not connection.needs_rollback
+        ):
+            _apply(outer, using)
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import F, Model, Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -286,6 +286,10 @@ def step_transaction(execution: Execution, worker: str) -> Iterator[StepTransact
         _fenced_update(execution, worker, sorted(tx.changed), tx.inserts)
 
 
+# Raised by agentdesk_lease_lost() (migration agents 0004) when the fenced UPDATE matches nothing.
+LEASE_LOST_SQLSTATE = "AD001"
+
+
 def _fenced_update(
     execution: Execution,
     worker: str,
@@ -298,22 +302,42 @@ def _fenced_update(
         value = getattr(execution, column)
         values.append(Jsonb(value) if column in _JSON_COLUMNS and value is not None else value)
     assignments = ", ".join(f"{column} = %s" for column in columns)
-    # The step's rows ride along as data-modifying CTEs: one statement, one round trip. They
-    # are written even when the UPDATE matches nothing, but LeaseLost then rolls them back;
-    # foreign keys between them are checked at commit (Django creates them deferred).
-    ctes = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(inserts))
+    # The step's rows ride along as data-modifying CTEs: one statement. When the UPDATE matches
+    # nothing the statement raises (agentdesk_lease_lost), which aborts the whole transaction
+    # on the server; foreign keys between the rows are checked at commit (Django creates them
+    # deferred).
+    ctes = "".join(f"i{n} AS ({sql}), " for n, (sql, _) in enumerate(inserts))
     params = [value for _, insert_values in inserts for value in insert_values]
     statement = (
-        (f"WITH {ctes} " if ctes else "")  # noqa: S608 - model-generated SQL, values are params
-        + f"UPDATE agents_execution SET {assignments}, updated_at = now()"  # noqa: S608
-        + " WHERE id = %s AND lease_owner = %s RETURNING cancel_requested_at"
+        f"WITH {ctes}"  # noqa: S608 - model-generated SQL, values are params
+        f"u AS (UPDATE agents_execution SET {assignments}, updated_at = now()"
+        " WHERE id = %s AND lease_owner = %s RETURNING cancel_requested_at)"
+        " SELECT cancel_requested_at FROM u"
+        " UNION ALL SELECT agentdesk_lease_lost(%s) WHERE NOT EXISTS (SELECT FROM u)"
     )  # column and table names are constants of this module and the models, never input
-    with connection.cursor() as cursor:
-        cursor.execute(statement, [*params, *values, execution.id, worker])
-        row = cursor.fetchone()
-    if row is None:
-        raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}")
+    arguments = [*params, *values, execution.id, worker, execution.id]
+    try:
+        with connection.cursor() as cursor, connection.wrap_database_errors:
+            if _outermost_transaction():
+                # The statement and the COMMIT go out together: one round trip for the step.
+                # Django's own commit at the end of the atomic block then finds nothing to do
+                # and runs the on-commit hooks (broadcasts) as usual.
+                with connection.connection.pipeline():
+                    cursor.execute(statement, arguments)
+                    connection.connection.commit()
+            else:  # nested in a caller's transaction (tests): it commits, not us
+                cursor.execute(statement, arguments)
+            row = cursor.fetchone()
+    except DatabaseError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
+            raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}") from exc
+        raise
+    assert row is not None
     execution.cancel_requested_at = row[0]
+
+
+def _outermost_transaction() -> bool:
+    return len(connection.atomic_blocks) == 1 and not connection.needs_rollback
 
 
 def finish_execution(

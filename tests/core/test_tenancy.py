@@ -56,3 +56,25 @@ def test_user_without_membership_sees_no_tenant() -> None:
     request.user = UserFactory.create()
     response = TenantMiddleware(_seen_agency)(request)
     assert response.content.decode() == ""
+
+
+def _agency_setting() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('app.agency_id', true)")
+        return str(cursor.fetchone()[0])
+
+
+def test_nested_context_gives_the_outer_one_back_after_success_and_after_a_database_error() -> None:
+    from django.db import DatabaseError
+
+    from core.tenancy import agency_context
+
+    a, b = AgencyFactory.create(), AgencyFactory.create()
+    with agency_context(a.id):
+        with agency_context(b.id):
+            assert _agency_setting() == str(b.id)
+        assert _agency_setting() == str(a.id)
+        with pytest.raises(DatabaseError), agency_context(b.id), connection.cursor() as cursor:
+            cursor.execute("SELECT 1/0")  # aborts the savepoint, not the outer transaction
+        assert _agency_setting() == str(a.id)
+        assert Site.objects.filter(agency=b).count() == 0  # still scoped to a

@@ -1,0 +1,79 @@
+"""The step transaction's lease fencing: a worker whose lease was taken over writes nothing.
+
+Run on committed data (``live_db``) so the step takes the production path (statement and COMMIT
+in one pipeline round trip), and inside a test transaction for the nested path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+from agents.models import Execution, ExecutionStatus, StepType
+from agents.runtime import store
+from core import tenancy
+from tests.agents.factories import AgentFactory
+
+
+def _running_execution(owner: str) -> Execution:
+    agent = AgentFactory.create()
+    with tenancy.agency_context(agent.agency_id):
+        return Execution.objects.create(
+            agency_id=agent.agency_id,
+            agent=agent,
+            site_id=agent.site_id,
+            trigger_type="manual",
+            status=ExecutionStatus.RUNNING,
+            lease_owner=owner,
+            lease_expires_at=store.lease_deadline(),
+        )
+
+
+def _step_numbers(execution: Execution) -> list[int]:
+    with tenancy.agency_context(execution.agency_id):
+        return list(execution.steps.values_list("step_number", flat=True))
+
+
+def _write_step(execution: Execution, worker: str, **fields: Any) -> None:
+    with store.step_transaction(execution, worker) as tx:
+        tx.add_step(StepType.THINK, reasoning="thinking", **fields)
+
+
+def test_the_lease_holder_commits_its_step_and_reads_the_cancel_flag(live_db: None) -> None:
+    execution = _running_execution("worker-a")
+    _write_step(execution, "worker-a")
+    assert _step_numbers(execution) == [1]
+    assert not connection.in_atomic_block
+    assert connection.connection.info.transaction_status.name == "IDLE"
+
+    with tenancy.agency_context(execution.agency_id):
+        Execution.objects.filter(pk=execution.pk).update(cancel_requested_at=store.lease_deadline())
+    _write_step(execution, "worker-a")
+    assert execution.cancel_requested_at is not None  # returned by the step's own statement
+    assert _step_numbers(execution) == [1, 2]
+
+
+def test_a_worker_that_lost_its_lease_writes_nothing(live_db: None) -> None:
+    execution = _running_execution("worker-b")  # the reaper handed the run to worker-b
+    stale = Execution(**{f.attname: getattr(execution, f.attname) for f in Execution._meta.fields})
+
+    with pytest.raises(store.LeaseLost):
+        _write_step(stale, "worker-a")
+
+    assert _step_numbers(execution) == []  # the step's insert rode in the rolled-back statement
+    with tenancy.agency_context(execution.agency_id):
+        assert Execution.objects.get(pk=execution.pk).lease_owner == "worker-b"
+    # The connection is clean for the next user of the pool.
+    assert connection.connection.info.transaction_status.name == "IDLE"
+    _write_step(execution, "worker-b")
+    assert _step_numbers(execution) == [1]
+
+
+@pytest.mark.django_db
+def test_lease_loss_inside_a_callers_transaction_raises_and_leaves_the_rollback_to_it() -> None:
+    execution = _running_execution("worker-b")
+    with pytest.raises(store.LeaseLost), transaction.atomic():
+        _write_step(execution, "worker-a")
+    assert _step_numbers(execution) == []
