@@ -8,7 +8,9 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
+from core import fastdb
 from core.exceptions import ApplicationError
 from core.models import EVENT_TYPE_REGEX, ActorType, Event
 
@@ -48,33 +50,40 @@ def event_emit(
         found = existing.first()
         if found is not None:
             return found
-    try:
-        with transaction.atomic():
-            event = Event.objects.create(
-                agency_id=agency_id,
-                site_id=site_id,
-                event_type=event_type,
-                payload=payload or {},
-                source_module=source_module,
-                source_entity_type=source_entity_type,
-                source_entity_id=source_entity_id,
-                actor_type=actor_type,
-                actor_user_id=actor_user_id,
-                actor_id=actor_id,
-                idempotency_key=idempotency_key,
-            )
-    except IntegrityError:
-        # A concurrent emit with the same key won the race: that event stands.
-        found = Event.objects.filter(agency_id=agency_id, idempotency_key=idempotency_key).first()
-        if found is None:
-            raise
-        return found
-    if dispatch and _has_subscribers(agency_id, event_type):
+    subscribed = dispatch and _has_subscribers(agency_id, event_type)
+    event = Event(
+        agency_id=agency_id,
+        site_id=site_id,
+        event_type=event_type,
+        payload=payload or {},
+        source_module=source_module,
+        source_entity_type=source_entity_type,
+        source_entity_id=source_entity_id,
+        actor_type=actor_type,
+        actor_user_id=actor_user_id,
+        actor_id=actor_id,
+        idempotency_key=idempotency_key,
+        # Nobody listens (one indexed lookup, in this transaction): nothing to dispatch, the
+        # event is processed as written. An agent subscribing later is not started for events
+        # from before it subscribed.
+        processed_at=timezone.now() if dispatch and not subscribed else None,
+    )
+    if not idempotency_key:
+        fastdb.insert(event)  # nothing to race on: no savepoint, no ORM compilation
+    else:
+        try:
+            with transaction.atomic():
+                event.save(force_insert=True)
+        except IntegrityError:
+            # A concurrent emit with the same key won the race: that event stands.
+            found = Event.objects.filter(
+                agency_id=agency_id, idempotency_key=idempotency_key
+            ).first()
+            if found is None:
+                raise
+            return found
+    if subscribed:
         transaction.on_commit(lambda: _dispatch(event.id, agency_id))
-    elif dispatch:
-        # Nobody listens (one indexed lookup, in this transaction): no task to send and run.
-        # An agent subscribing later is not started for events from before it subscribed.
-        Event.objects.filter(pk=event.pk).update(processed_at=event.created_at)
     return event
 
 

@@ -59,13 +59,14 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
     the final or waiting status, or ``"not_claimed"`` for a duplicate delivery."""
     worker = worker_id()
     with tenancy.agency_context(agency_id):
-        claimed = store.claim(execution_id, worker=worker)
-        if claimed is None:
+        claim = store.claim(execution_id, worker=worker)
+        if claim is None:
             return "not_claimed"
-        execution, first_claim = claimed
+        execution = claim.execution
         agent = Agent.objects.get(pk=execution.agent_id)
-        if first_claim:
-            _start(execution, agent)
+        if claim.first_claim:
+            _start(execution, agent, claim.tx)
+        claim.tx.save()  # one statement, committed with this block
     run = _Run(execution, agent, worker)
     try:
         if execution.attempts > settings.AGENTDESK_MAX_DELIVERIES:
@@ -85,16 +86,12 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
         return run.end_with_error(f"Internal error: {type(exc).__name__}: {exc}")
 
 
-def _start(execution: Execution, agent: Agent) -> None:
+def _start(execution: Execution, agent: Agent, tx: store.StepTransaction) -> None:
     """First claim: snapshot the config, observe the trigger, announce the start (same commit)."""
     execution.config_snapshot = dict(build_snapshot(agent, execution))
-    execution.current_step = 1
-    execution.sequence += 1
-    execution.save(update_fields=["config_snapshot", "current_step", "sequence", "updated_at"])
-    execution.steps.create(
-        agency_id=execution.agency_id,
-        step_number=1,
-        step_type=StepType.OBSERVE,
+    tx.changed.add("config_snapshot")
+    tx.add_step(
+        StepType.OBSERVE,
         input_text=execution.input or "",
         output_text="",
         tool_input=execution.trigger_data or None,
@@ -199,9 +196,7 @@ class _Run:
         return rebuild_messages(self.snapshot, self.execution, steps)
 
     def _provider(self) -> Provider:
-        with tenancy.agency_context(self.execution.agency_id):
-            config = provider_config_for(self.agent, agency_id=self.execution.agency_id)
-        return get_provider(config)
+        return get_provider(provider_config_for(self.agent, agency_id=self.execution.agency_id))
 
     def _should_stop(self) -> str | None:
         if self.execution.cancel_requested_at is not None:

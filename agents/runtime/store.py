@@ -14,20 +14,20 @@ import datetime
 import json
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import F, Model, Q
+from django.db.models import Model
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from agents.llm import Usage
 from agents.models import (
-    Agent,
     Execution,
     ExecutionStatus,
     ExecutionStep,
@@ -47,9 +47,10 @@ _UPDATABLE = (
     "status", "stop_reason", "current_step", "sequence", "tokens_input", "tokens_output",
     "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost_usd", "llm_call_count",
     "tool_call_count", "lease_owner", "lease_expires_at", "output", "error", "error_details",
-    "completed_at", "duration_ms", "wait_until", "input_request",
+    "completed_at", "duration_ms", "wait_until", "input_request", "attempts", "started_at",
+    "config_snapshot",
 )  # fmt: skip
-_JSON_COLUMNS = frozenset({"error_details", "input_request"})
+_JSON_COLUMNS = frozenset({"error_details", "input_request", "config_snapshot"})
 
 
 class LeaseLost(Exception):
@@ -86,9 +87,11 @@ def record_transition(
     triggered_by: str = "",
     metadata: dict[str, Any] | None = None,
     created: bool = False,
+    insert: Callable[[Model], Any] = fastdb.insert,
 ) -> StateTransition:
     """Write one state change (seed 003) and set ``execution.status``; the caller saves the row.
-    ``created`` records a new run's first state (from nothing).
+    ``created`` records a new run's first state (from nothing). ``insert`` writes the row: at
+    once by default, or deferred into a step's statement.
 
     Precondition: inside the execution's agency transaction.
     """
@@ -101,7 +104,7 @@ def record_transition(
         )
     execution.sequence += 1
     execution.status = to_status
-    transition = StateTransition.objects.create(
+    transition = StateTransition(
         agency_id=execution.agency_id,
         execution_id=execution.id,
         from_state=from_status,
@@ -112,32 +115,39 @@ def record_transition(
         triggered_by_event=triggered_by,
         event_metadata=metadata or {},
     )
+    insert(transition)
     _broadcast(execution, "status", {"from": from_status, "to": to_status, "reason": reason})
     return transition
 
 
-def claim(execution_id: uuid.UUID | str, *, worker: str) -> tuple[Execution, bool] | None:
+# Pending, or running but unowned: the reaper released a dead worker's lease, or it ran out.
+_CLAIM_SQL = (
+    "SELECT * FROM agents_execution WHERE id = %s AND (status = 'pending' OR (status = 'running'"
+    " AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())))"
+    " FOR UPDATE SKIP LOCKED"
+)
+
+
+@dataclass
+class Claim:
+    execution: Execution
+    first_claim: bool
+    # The claim's writes (transition, lease, and the caller's first-claim rows): saved by
+    # ``tx.save()`` in one statement, committed with the caller's transaction.
+    tx: StepTransaction
+
+
+def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
     """Take the run for this worker: a pending run, or a running one whose lease ran out.
 
-    Returns ``(execution, first_claim)``, or ``None`` when the run is not ours to take (another
-    worker holds it, it waits, or it ended) — a duplicate delivery then exits without work.
+    Returns ``None`` when the run is not ours to take (another worker holds it, it waits, or it
+    ended) — a duplicate delivery then exits without work.
     Precondition: inside the execution's agency context (the caller's transaction).
     """
-    now = timezone.now()
-    execution = (
-        Execution.objects.select_for_update(skip_locked=True)
-        .filter(pk=execution_id)
-        .filter(
-            Q(status=ExecutionStatus.PENDING)
-            # Running but unowned: the reaper released a dead worker's lease.
-            | Q(status=ExecutionStatus.RUNNING, lease_owner="")
-            | Q(status=ExecutionStatus.RUNNING, lease_expires_at__isnull=True)
-            | Q(status=ExecutionStatus.RUNNING, lease_expires_at__lt=now)
-        )
-        .first()
-    )
+    execution = next(iter(Execution.objects.raw(_CLAIM_SQL, [execution_id])), None)
     if execution is None:
         return None
+    tx = StepTransaction(execution, worker, fenced=False)
     first_claim = execution.started_at is None
     crash_resume = execution.status == ExecutionStatus.RUNNING
     if crash_resume:
@@ -147,31 +157,34 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> tuple[Execution, boo
             reason=f"resumed by {worker} after the previous lease expired",
             transition_type=TransitionType.RETRY,
             triggered_by="lease_expired",
+            insert=tx.defer_insert,
         )
     else:
-        record_transition(execution, ExecutionStatus.RUNNING, reason=f"claimed by {worker}")
+        record_transition(
+            execution,
+            ExecutionStatus.RUNNING,
+            reason=f"claimed by {worker}",
+            insert=tx.defer_insert,
+        )
     execution.lease_owner = worker
     execution.lease_expires_at = lease_deadline()
     if first_claim or crash_resume:
         # Deliveries that had to start or restart the work; a resume after an approval or a
         # wait is the run going on, not another attempt.
         execution.attempts += 1
-    execution.started_at = execution.started_at or now
-    execution.save(
-        update_fields=[
-            "status", "sequence", "lease_owner", "lease_expires_at", "attempts", "started_at",
-            "updated_at",
-        ]
-    )  # fmt: skip
-    return execution, first_claim
+    execution.started_at = execution.started_at or timezone.now()
+    tx.changed |= {"status", "lease_owner", "attempts", "started_at"}
+    return Claim(execution, first_claim, tx)
 
 
 class StepTransaction:
     """Collects one step's writes; :func:`step_transaction` commits them with the lease check."""
 
-    def __init__(self, execution: Execution, worker: str) -> None:
+    def __init__(self, execution: Execution, worker: str, *, fenced: bool = True) -> None:
         self.execution = execution
         self.worker = worker
+        # A claim holds the row lock instead: its UPDATE is what sets the lease.
+        self.fenced = fenced
         self.changed: set[str] = {"current_step", "sequence", "lease_expires_at"}
         self.finished = False
         self.parked = False
@@ -181,6 +194,16 @@ class StepTransaction:
     def defer_insert(self, obj: Model) -> None:
         """Insert ``obj`` together with this step's execution UPDATE (one round trip)."""
         self.inserts.append(fastdb.insert_parts(obj))
+
+    def save(self) -> None:
+        """Write the collected rows and the execution's changed columns in one statement (and,
+        in the outermost transaction, send the COMMIT with it)."""
+        _fenced_update(
+            self.execution,
+            self.worker if self.fenced else None,
+            sorted(self.changed),
+            self.inserts,
+        )
 
     def add_step(
         self, step_type: str, *, step_id: uuid.UUID | None = None, **fields: Any
@@ -228,7 +251,9 @@ class StepTransaction:
     ) -> None:
         """The run waits (approval, input, a timer) and gives up its worker and lease."""
         execution = self.execution
-        record_transition(execution, status, reason=reason, triggered_by="parked")
+        record_transition(
+            execution, status, reason=reason, triggered_by="parked", insert=self.defer_insert
+        )
         execution.lease_owner = ""
         execution.wait_until = wait_until
         execution.input_request = input_request or {}
@@ -251,6 +276,7 @@ class StepTransaction:
             output=output,
             error=error,
             error_details=error_details,
+            insert=self.defer_insert,
         )
         self.changed |= {
             "status", "stop_reason", "output", "error", "error_details", "completed_at",
@@ -283,7 +309,7 @@ def step_transaction(execution: Execution, worker: str) -> Iterator[StepTransact
         yield tx
         if not tx.finished and not tx.parked:
             execution.lease_expires_at = lease_deadline()
-        _fenced_update(execution, worker, sorted(tx.changed), tx.inserts)
+        tx.save()
 
 
 # Raised by agentdesk_lease_lost() (migration agents 0004) when the fenced UPDATE matches nothing.
@@ -292,7 +318,7 @@ LEASE_LOST_SQLSTATE = "AD001"
 
 def _fenced_update(
     execution: Execution,
-    worker: str,
+    worker: str | None,
     columns: list[str],
     inserts: list[tuple[str, list[Any]]] = (),  # type: ignore[assignment]
 ) -> None:
@@ -308,14 +334,16 @@ def _fenced_update(
     # deferred).
     ctes = "".join(f"i{n} AS ({sql}), " for n, (sql, _) in enumerate(inserts))
     params = [value for _, insert_values in inserts for value in insert_values]
+    # A claim (no worker) holds the row lock instead: its own UPDATE sets the lease.
+    fence = " AND lease_owner = %s" if worker is not None else ""
     statement = (
         f"WITH {ctes}"  # noqa: S608 - model-generated SQL, values are params
         f"u AS (UPDATE agents_execution SET {assignments}, updated_at = now()"
-        " WHERE id = %s AND lease_owner = %s RETURNING cancel_requested_at)"
+        f" WHERE id = %s{fence} RETURNING cancel_requested_at)"
         " SELECT cancel_requested_at FROM u"
         " UNION ALL SELECT agentdesk_lease_lost(%s) WHERE NOT EXISTS (SELECT FROM u)"
     )  # column and table names are constants of this module and the models, never input
-    arguments = [*params, *values, execution.id, worker, execution.id]
+    arguments = [*params, *values, execution.id, *([worker] if fence else []), execution.id]
     try:
         with connection.cursor() as cursor, connection.wrap_database_errors:
             if _outermost_transaction():
@@ -348,6 +376,7 @@ def finish_execution(
     output: str = "",
     error: str = "",
     error_details: dict[str, Any] | None = None,
+    insert: Callable[[Model], Any] = fastdb.insert,
 ) -> None:
     """End a run: status and summary on the row (the caller writes it), transition, agent
     stats, episode and ``ai.execution.*`` event, all in the caller's transaction."""
@@ -360,6 +389,7 @@ def finish_execution(
         if status == ExecutionStatus.COMPLETED
         else TransitionType.ERROR,
         triggered_by=stop_reason,
+        insert=insert,
     )
     execution.stop_reason = stop_reason
     execution.output = output
@@ -405,21 +435,37 @@ def finish_execution(
 def _update_agent_stats(execution: Execution) -> None:
     """Seed 004's update_agent_stats, as one UPDATE with a running average."""
     succeeded = execution.status == ExecutionStatus.COMPLETED
-    duration = execution.duration_ms or 0
-    Agent.objects.filter(pk=execution.agent_id).update(
-        total_runs=F("total_runs") + 1,
-        successful_runs=F("successful_runs") + int(succeeded),
-        failed_runs=F("failed_runs") + int(not succeeded),
-        total_tokens_used=F("total_tokens_used") + execution.tokens_total,
-        total_cost_usd=F("total_cost_usd") + execution.cost_usd,
-        total_actions_taken=F("total_actions_taken") + execution.tool_call_count,
-        avg_response_time_ms=(
-            (_coalesce_avg() * F("total_runs") + duration) / (F("total_runs") + 1)
-        ),
-        last_run_at=timezone.now(),
-        last_error=execution.error[:2000] if not succeeded else F("last_error"),
-        updated_at=timezone.now(),
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _AGENT_STATS_SQL,
+            {
+                "agent": execution.agent_id,
+                "succeeded": int(succeeded),
+                "tokens": execution.tokens_total,
+                "cost": execution.cost_usd,
+                "actions": execution.tool_call_count,
+                "duration": execution.duration_ms or 0,
+                "error": None if succeeded else execution.error[:2000],
+            },
+        )
+
+
+# Written out once instead of compiled from F() expressions at the end of every run.
+_AGENT_STATS_SQL = """
+UPDATE agents_agent SET
+    total_runs = total_runs + 1,
+    successful_runs = successful_runs + %(succeeded)s,
+    failed_runs = failed_runs + 1 - %(succeeded)s,
+    total_tokens_used = total_tokens_used + %(tokens)s,
+    total_cost_usd = total_cost_usd + %(cost)s,
+    total_actions_taken = total_actions_taken + %(actions)s,
+    avg_response_time_ms = (coalesce(avg_response_time_ms, 0) * total_runs + %(duration)s)
+        / (total_runs + 1),
+    last_run_at = now(),
+    last_error = coalesce(%(error)s, last_error),
+    updated_at = now()
+WHERE id = %(agent)s
+"""
 
 
 def _record_usage(execution: Execution) -> None:
@@ -447,21 +493,16 @@ def _record_usage(execution: Execution) -> None:
     )
 
 
-def _coalesce_avg() -> Any:
-    from django.db.models.functions import Coalesce  # noqa: PLC0415
-
-    return Coalesce(F("avg_response_time_ms"), 0)
-
-
 def _record_episode(execution: Execution) -> None:
     from memory.models import Episode, EpisodeOutcome  # noqa: PLC0415 - memory depends on agents
-    from tools.models import ToolCall  # noqa: PLC0415
 
-    actions = list(
-        ToolCall.objects.filter(execution_id=execution.id)
-        .order_by("created_at")
-        .values_list("tool_name", "status")[:100]
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tool_name, status FROM tools_toolcall WHERE execution_id = %s"
+            " ORDER BY created_at LIMIT 100",
+            [execution.id],
+        )
+        actions = cursor.fetchall()
     succeeded = execution.status == ExecutionStatus.COMPLETED
     outcome = EpisodeOutcome.SUCCESS if succeeded else EpisodeOutcome.FAILURE
     # A run finishes once (its status guard), so its episode is a plain insert.
