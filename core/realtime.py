@@ -135,7 +135,12 @@ def broadcast_on_commit(
 ) -> None:
     """Send ``message`` (a Channels event: needs a ``type``) to ``groups`` once the current
     transaction commits; dropped if it rolls back. Outside a transaction it is sent at once."""
-    transaction.on_commit(lambda: _publisher.publish(groups, message), using=using)
+    transaction.on_commit(lambda: broadcast(groups, message), using=using)
+
+
+def broadcast(groups: list[str], message: dict[str, Any]) -> None:
+    """Send ``message`` to ``groups`` now (the caller has committed what it announces)."""
+    _publisher.publish(groups, message)
 
 
 def flush(timeout: float = 5.0) -> None:

@@ -121,6 +121,38 @@ def agency_context(agency_id: uuid.UUID | str, *, using: str = DEFAULT_DB_ALIAS)
         yield
 
 
+def run_in_one_round_trip(
+    agency_id: uuid.UUID, statement: str, arguments: list[Any], *, using: str = DEFAULT_DB_ALIAS
+) -> tuple[Any, ...] | None:
+    """One whole transaction for one agency whose single statement is known in advance (the
+    runtime's write of a model reply): BEGIN, the tenant settings, the statement and COMMIT go
+    out in pipeline mode and come back in one round trip. Returns the statement's first row.
+
+    If the statement fails the transaction is rolled back and the error raised. Precondition:
+    outside any transaction (the connection is in autocommit mode).
+    """
+    connection = connections[using]
+    if connection.in_atomic_block:
+        raise RuntimeError("run_in_one_round_trip() needs the connection outside a transaction")
+    connection.ensure_connection()
+    raw = connection.connection
+    settings = [str(agency_id), "", ""]
+    with connection.wrap_database_errors, raw.cursor() as control, raw.cursor() as cursor:
+        try:
+            with raw.pipeline():
+                control.execute("BEGIN")
+                control.execute(_SET_CONFIG, settings)
+                cursor.execute(statement, arguments)
+                control.execute("COMMIT")
+        except Exception:
+            # The failed statement left the explicit transaction aborted: end it, so that the
+            # connection goes back to the pool clean.
+            if raw.info.transaction_status != TransactionStatus.IDLE:
+                raw.execute("ROLLBACK")
+            raise
+        return cursor.fetchone()
+
+
 @contextmanager
 def platform_context(*, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     """The block sees every agency: superusers' requests, platform jobs (seeding, reaper)."""

@@ -129,14 +129,11 @@ class Execution(AgencyOwnedModel):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
+            # Also the reaper's: running executions, whose leases it checks. No index on
+            # lease_expires_at itself: every step renews the lease, and an UPDATE that changes
+            # no indexed column is a HOT update that writes no index entries (migration 0005).
             models.Index(fields=["status"], name="agents_execution_status_idx"),
             models.Index(fields=["-created_at"], name="agents_execution_created_idx"),
-            # The reaper: running executions whose worker's lease ran out.
-            models.Index(
-                fields=["lease_expires_at"],
-                name="agents_execution_lease_idx",
-                condition=models.Q(status="running"),
-            ),
             # The `wait` tool's timers.
             models.Index(
                 fields=["wait_until"],
@@ -182,7 +179,10 @@ class ExecutionStep(AgencyOwnedModel):
     list from these rows, so a completed LLM call or tool call is never repeated.
     """
 
-    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="steps")
+    # Indexed by the unique (execution, step_number) constraint; no second index to write.
+    execution = models.ForeignKey(
+        Execution, on_delete=models.CASCADE, related_name="steps", db_index=False
+    )
     step_number = models.PositiveIntegerField()
     step_type = models.CharField(max_length=10, choices=StepType.choices)
 

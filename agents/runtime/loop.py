@@ -222,7 +222,11 @@ class _Run:
     ) -> bool:
         cost = price.cost(completion.usage)
         final = not completion.tool_calls
-        with store.step_transaction(self.execution, self.worker) as tx:
+        budgeted = isinstance(reservation, tuple)
+        # A reply that only adds rows (no final answer to finish, no budget to settle) is
+        # written in one round trip; the others need the database inside their transaction.
+        write = store.step_transaction if final or budgeted else store.direct_step
+        with write(self.execution, self.worker) as tx:
             now = timezone.now()
             tx.add_step(
                 StepType.THINK,
@@ -246,7 +250,7 @@ class _Run:
                 duration_ms=int((time.perf_counter() - started) * 1000),
             )
             tx.count_llm_call(completion.usage, cost)
-            if isinstance(reservation, tuple):
+            if isinstance(reservation, tuple):  # (budgeted, for the type checker)
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=cost
                 )

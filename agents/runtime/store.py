@@ -61,8 +61,14 @@ def lease_deadline() -> datetime.datetime:
     return timezone.now() + datetime.timedelta(seconds=settings.AGENTDESK_LEASE_SECONDS)
 
 
-def _broadcast(execution: Execution, kind: str, data: dict[str, Any]) -> None:
-    """Every event to the execution's page; status changes also to the agency dashboard."""
+def _broadcast(
+    execution: Execution,
+    kind: str,
+    data: dict[str, Any],
+    deferred: list[Callable[[], None]] | None = None,
+) -> None:
+    """Every event to the execution's page; status changes also to the agency dashboard. Sent
+    when the transaction commits: by Django's on-commit hooks, or by whoever runs ``deferred``."""
     message = {
         "type": "execution.event",
         "execution_id": str(execution.id),
@@ -75,7 +81,10 @@ def _broadcast(execution: Execution, kind: str, data: dict[str, Any]) -> None:
     groups = [realtime.execution_group(execution.id)]
     if kind == "status":
         groups.append(realtime.agency_group(execution.agency_id))
-    realtime.broadcast_on_commit(groups, message)
+    if deferred is not None:
+        deferred.append(lambda: realtime.broadcast(groups, message))
+    else:
+        realtime.broadcast_on_commit(groups, message)
 
 
 def record_transition(
@@ -121,8 +130,10 @@ def record_transition(
 
 
 # Pending, or running but unowned: the reaper released a dead worker's lease, or it ran out.
+# (Columns named, not *: a prepared statement must not change its result type under a migration.)
 _CLAIM_SQL = (
-    "SELECT * FROM agents_execution WHERE id = %s AND (status = 'pending' OR (status = 'running'"
+    f"SELECT {', '.join(str(f.column) for f in Execution._meta.concrete_fields)}"  # noqa: S608
+    " FROM agents_execution WHERE id = %s AND (status = 'pending' OR (status = 'running'"
     " AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())))"
     " FOR UPDATE SKIP LOCKED"
 )
@@ -180,9 +191,14 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
 class StepTransaction:
     """Collects one step's writes; :func:`step_transaction` commits them with the lease check."""
 
-    def __init__(self, execution: Execution, worker: str, *, fenced: bool = True) -> None:
+    def __init__(
+        self, execution: Execution, worker: str, *, fenced: bool = True, direct: bool = False
+    ) -> None:
         self.execution = execution
         self.worker = worker
+        # Written by direct_step() outside Django's transaction management: its broadcasts wait
+        # here for the commit instead of in Django's on-commit hooks.
+        self.after_commit: list[Callable[[], None]] | None = [] if direct else None
         # A claim holds the row lock instead: its UPDATE is what sets the lease.
         self.fenced = fenced
         self.changed: set[str] = {"current_step", "sequence", "lease_expires_at"}
@@ -220,7 +236,7 @@ class StepTransaction:
             **fields,
         )
         self.defer_insert(step)
-        _broadcast(execution, "step", _step_summary(step))
+        _broadcast(execution, "step", _step_summary(step), self.after_commit)
         return step
 
     def count_llm_call(self, usage: Usage, cost: Decimal) -> None:
@@ -316,12 +332,72 @@ def step_transaction(execution: Execution, worker: str) -> Iterator[StepTransact
 LEASE_LOST_SQLSTATE = "AD001"
 
 
+@contextmanager
+def direct_step(execution: Execution, worker: str) -> Iterator[StepTransaction]:
+    """A step whose writes are all known in Python (a model reply that is not the last): the
+    body only adds rows and counters, then BEGIN, the tenant, the step's one statement and
+    COMMIT reach the database together — one round trip and one commit per model reply.
+
+    The body must not query the database; inside a caller's transaction (tests) this is an
+    ordinary :func:`step_transaction`.
+    """
+    if connection.in_atomic_block:
+        with step_transaction(execution, worker) as tx:
+            yield tx
+        return
+    tx = StepTransaction(execution, worker, direct=True)
+    yield tx
+    execution.lease_expires_at = lease_deadline()
+    statement, arguments = _step_statement(execution, worker, sorted(tx.changed), tx.inserts)
+    try:
+        row = tenancy.run_in_one_round_trip(execution.agency_id, statement, arguments)
+    except DatabaseError as exc:
+        _raise_lease_lost(exc, execution, worker)
+        raise
+    assert row is not None
+    execution.cancel_requested_at = row[0]
+    for callback in tx.after_commit or ():
+        callback()
+
+
+def _raise_lease_lost(exc: DatabaseError, execution: Execution, worker: str | None) -> None:
+    if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
+        raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}") from exc
+
+
 def _fenced_update(
     execution: Execution,
     worker: str | None,
     columns: list[str],
     inserts: list[tuple[str, list[Any]]] = (),  # type: ignore[assignment]
 ) -> None:
+    statement, arguments = _step_statement(execution, worker, columns, inserts)
+    try:
+        with connection.cursor() as cursor, connection.wrap_database_errors:
+            if _outermost_transaction():
+                # The statement and the COMMIT go out together: one round trip for the step.
+                # Django's own commit at the end of the atomic block then finds nothing to do
+                # and runs the on-commit hooks (broadcasts) as usual.
+                raw = connection.connection
+                with raw.pipeline():
+                    cursor.execute(statement, arguments)
+                    raw.execute("COMMIT")
+            else:  # nested in a caller's transaction (tests): it commits, not us
+                cursor.execute(statement, arguments)
+            row = cursor.fetchone()
+    except DatabaseError as exc:
+        _raise_lease_lost(exc, execution, worker)
+        raise
+    assert row is not None
+    execution.cancel_requested_at = row[0]
+
+
+def _step_statement(
+    execution: Execution,
+    worker: str | None,
+    columns: list[str],
+    inserts: list[tuple[str, list[Any]]],
+) -> tuple[str, list[Any]]:
     values: list[Any] = []
     for column in columns:
         assert column in _UPDATABLE, column
@@ -344,24 +420,7 @@ def _fenced_update(
         " UNION ALL SELECT agentdesk_lease_lost(%s) WHERE NOT EXISTS (SELECT FROM u)"
     )  # column and table names are constants of this module and the models, never input
     arguments = [*params, *values, execution.id, *([worker] if fence else []), execution.id]
-    try:
-        with connection.cursor() as cursor, connection.wrap_database_errors:
-            if _outermost_transaction():
-                # The statement and the COMMIT go out together: one round trip for the step.
-                # Django's own commit at the end of the atomic block then finds nothing to do
-                # and runs the on-commit hooks (broadcasts) as usual.
-                with connection.connection.pipeline():
-                    cursor.execute(statement, arguments)
-                    connection.connection.commit()
-            else:  # nested in a caller's transaction (tests): it commits, not us
-                cursor.execute(statement, arguments)
-            row = cursor.fetchone()
-    except DatabaseError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
-            raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}") from exc
-        raise
-    assert row is not None
-    execution.cancel_requested_at = row[0]
+    return statement, arguments
 
 
 def _outermost_transaction() -> bool:

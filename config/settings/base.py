@@ -108,6 +108,10 @@ def _database(url: str, *, pooled: bool = False) -> dict[str, Any]:
     # Server-side binding lets psycopg prepare the statements the runtime repeats every step
     # (parse and plan once per connection). Turn off behind a transaction-mode pgbouncer.
     options["server_side_binding"] = env.bool("DATABASE_SERVER_SIDE_BINDING", default=True)
+    # Prepared after this many executions on a connection (Django's default, None, never does).
+    prepare = env.int("DATABASE_PREPARE_THRESHOLD", default=5)
+    prepared = prepare >= 0 and options["server_side_binding"]
+    options["prepare_threshold"] = prepare if prepared else None
     return config
 
 

@@ -162,4 +162,24 @@ def test_seed_indexes_exist() -> None:
     assert "USING gin (trigger_events)" in indexes["agents_agent_triggers_gin"]
     assert "USING gin (payload)" in indexes["agents_triggerlog_payload_gin"]
     assert "WHERE is_active" in indexes["agents_agent_active_idx"]
-    assert "WHERE ((status)::text = 'running'" in indexes["agents_execution_lease_idx"]
+    assert "(status)" in indexes["agents_execution_status_idx"]  # also the reaper's
+
+
+def test_a_step_updates_the_execution_row_without_touching_its_indexes() -> None:
+    """No index covers a column a step changes (lease, counters), and pages keep room, so the
+    step's UPDATE is a HOT update (migration agents 0005)."""
+    step_columns = {
+        "current_step", "sequence", "lease_expires_at", "tokens_input", "tokens_output",
+        "tokens_total", "cost_usd", "llm_call_count", "tool_call_count", "updated_at",
+    }  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a"
+            " ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
+            " WHERE i.indrelid = 'agents_execution'::regclass"
+        )
+        indexed = {row[0] for row in cursor.fetchall()}
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'agents_execution'::regclass")
+        options = cursor.fetchone()[0]
+    assert not indexed & step_columns
+    assert "fillfactor=80" in options
