@@ -5,7 +5,7 @@ process with a thread pool.
 Goals (issue 4): >= 200 in flight at once per worker process, all done in under 5 s, worker
 memory under 500 MB; waiting executions hold no worker slot.
 
-    .venv/bin/python -m bench.concurrency [--runs 200] [--latency 1.0] [--threads 256]
+    .venv/bin/python -m bench.concurrency [--runs 200] [--latency 1.0] [--threads 256] [--workers 1]
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ def _sample_memory(pid: int, stop: threading.Event, peak: list[int]) -> None:
 
 
 def _launch(agent: Any, runs: int) -> list[Any]:
-    """Create ``runs`` executions in one transaction: their tasks go out when it commits."""
+    """Create ``runs`` executions one after the other, each committed (and its task sent) on
+    its own, as ``runs`` API calls would."""
     ids = []
-    with tenancy.agency_context(agent.agency_id):
-        for _ in range(runs):
+    for _ in range(runs):
+        with tenancy.agency_context(agent.agency_id):
             execution = execution_create(agent=agent, input="Look A up.")
-            assert execution is not None
-            ids.append(execution.id)
+        assert execution is not None
+        ids.append(execution.id)
     return ids
 
 
@@ -63,11 +64,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=256)
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
     args = parser.parse_args()
     common.create_database()
     facts = common.machine_facts()
-    worker = common.worker(concurrency=args.threads, AGENTDESK_LEASE_SECONDS="120").start()
-    assert worker.process is not None
+    workers = [
+        common.worker(concurrency=args.threads, AGENTDESK_LEASE_SECONDS="120").start()
+        for _ in range(args.workers)
+    ]
+    pids = [w.process.pid for w in workers if w.process is not None]
     try:
         with FakeProviderServer(latency=args.latency, record=False) as server:
             agent = common.make_agent(server)
@@ -80,13 +85,13 @@ def main() -> None:
             # statements and opened its connections before the measured batch arrives.
             _wait(agent, _launch(agent, 10))
             server.max_in_flight = 0
-            idle_rss = psutil.Process(worker.process.pid).memory_info().rss
+            idle_rss = max(psutil.Process(pid).memory_info().rss for pid in pids)
             peak = [idle_rss]
             stop = threading.Event()
-            sampler = threading.Thread(
-                target=_sample_memory, args=(worker.process.pid, stop, peak), daemon=True
-            )
-            sampler.start()
+            for pid in pids:
+                threading.Thread(
+                    target=_sample_memory, args=(pid, stop, peak), daemon=True
+                ).start()
             started = time.perf_counter()
             ids = _launch(agent, args.runs)
             enqueued = time.perf_counter() - started
@@ -97,20 +102,22 @@ def main() -> None:
                 completed = Execution.objects.filter(pk__in=ids, status="completed").count()
             max_in_flight = server.max_in_flight
     finally:
-        worker.stop()
+        for worker in workers:
+            worker.stop()
         common.drop_database()
     report = {
         "machine": facts.as_dict(),
         "runs": args.runs,
         "model_latency_s": args.latency,
         "model_calls_per_run": 2,
-        "worker_threads": args.threads,
+        "worker_processes": args.workers,
+        "threads_per_worker": args.threads,
         "completed": completed,
         "all_done_s": round(elapsed, 3),
         "enqueue_s": round(enqueued, 3),
         "ideal_s": 2 * args.latency,
         "max_model_calls_in_flight": max_in_flight,
-        "worker_rss_idle_mb": round(idle_rss / 2**20, 1),
+        "worker_rss_idle_mb": round(idle_rss / 2**20, 1),  # the largest process
         "worker_rss_peak_mb": round(peak[0] / 2**20, 1),
     }
     print(facts.describe())

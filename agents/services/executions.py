@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import (
@@ -22,6 +21,7 @@ from agents.models import (
     TriggerType,
 )
 from agents.runtime import store
+from core import fastdb
 from core.models import Event
 
 
@@ -40,20 +40,22 @@ def enqueue_execution(execution: Execution, *, queue: str | None = None) -> None
 
 
 def _runs_exceeded(agent: Agent) -> str | None:
-    now = timezone.now()
-    runs = Execution.objects.filter(agent=agent)
-    if runs.filter(created_at__gte=now - datetime.timedelta(hours=1)).count() >= (
-        agent.max_runs_per_hour
-    ):
+    # One pass over the agent's runs of the last day, counting both windows.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FILTER (WHERE created_at >= now() - interval '1 hour'), count(*)"
+            " FROM agents_execution WHERE agent_id = %s AND created_at >= now() - interval '1 day'",
+            [agent.id],
+        )
+        last_hour, last_day = cursor.fetchone()
+    if last_hour >= agent.max_runs_per_hour:
         return f"max_runs_per_hour ({agent.max_runs_per_hour}) reached"
-    if runs.filter(created_at__gte=now - datetime.timedelta(days=1)).count() >= (
-        agent.max_runs_per_day
-    ):
+    if last_day >= agent.max_runs_per_day:
         return f"max_runs_per_day ({agent.max_runs_per_day}) reached"
     return None
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # all or nothing with the caller's transaction
 def execution_create(
     *,
     agent: Agent,
@@ -85,9 +87,9 @@ def execution_create(
     )
     if skip is not None:
         log.outcome, log.skip_reason, log.skip_detail = TriggerOutcome.SKIPPED, *skip
-        log.save()
+        fastdb.insert(log)
         return None
-    execution = Execution.objects.create(
+    execution = Execution(
         agency_id=agent.agency_id,
         agent=agent,
         site_id=agent.site_id,
@@ -97,12 +99,13 @@ def execution_create(
         triggered_by_id=triggered_by_id,
         input=input,
     )
+    # The transition row may go first: foreign keys are checked at commit.
     store.record_transition(
         execution, ExecutionStatus.PENDING, reason=f"{trigger_type} trigger", created=True
     )
-    execution.save(update_fields=["sequence", "updated_at"])
+    fastdb.insert(execution)
     log.outcome, log.execution = TriggerOutcome.INVOKED, execution
-    log.save()
+    fastdb.insert(log)
     enqueue_execution(execution, queue=queue)
     return execution
 
