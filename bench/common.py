@@ -30,6 +30,11 @@ def worker(*, concurrency: int, **env: str) -> Any:
     return Worker(concurrency=concurrency, **{**production, **env})
 
 
+def elapsed_ms(started: Any, completed: Any) -> float:
+    """Milliseconds between two timestamps of a row (a tool call's handler run)."""
+    return float((completed - started).total_seconds() * 1000) if started and completed else 0.0
+
+
 def database_conninfo(alias: str = "owner") -> str:
     return db_roles.conninfo_from_settings(settings.DATABASES[alias])
 

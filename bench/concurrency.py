@@ -89,9 +89,7 @@ def main() -> None:
             peak = [idle_rss]
             stop = threading.Event()
             for pid in pids:
-                threading.Thread(
-                    target=_sample_memory, args=(pid, stop, peak), daemon=True
-                ).start()
+                threading.Thread(target=_sample_memory, args=(pid, stop, peak), daemon=True).start()
             started = time.perf_counter()
             ids = _launch(agent, args.runs)
             enqueued = time.perf_counter() - started

@@ -75,10 +75,10 @@ def run_agentdesk(server: FakeProviderServer, iterations: int) -> dict[str, Any]
         from tools.models import ToolCall  # noqa: PLC0415
 
         tool_ms = sum(
-            ms or 0
-            for ms in ToolCall.objects.filter(execution_id=execution.id).values_list(
-                "duration_ms", flat=True
-            )
+            common.elapsed_ms(started, completed)
+            for started, completed in ToolCall.objects.filter(
+                execution_id=execution.id
+            ).values_list("started_at", "completed_at")
         )
     model_ms = sum(
         s["llm_response"]["latency_ms"]  # type: ignore[index]

@@ -56,9 +56,12 @@ def run_once(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
             .values("step_number", "step_type", "completed_at", "llm_response", "id")
         )
         sizes = _row_sizes([s["id"] for s in steps])
-        tool_ms = dict(
-            ToolCall.objects.filter(execution_id=execution.id).values_list("step_id", "duration_ms")
-        )
+        tool_ms = {
+            step_id: common.elapsed_ms(started, completed)
+            for step_id, started, completed in ToolCall.objects.filter(
+                execution_id=execution.id
+            ).values_list("step_id", "started_at", "completed_at")
+        }
         writers = common.writing_transactions(execution.id)
     overheads: list[float] = []
     model_ms: list[float] = []

@@ -42,3 +42,14 @@ def insert(obj: Model, *, using: str = "default") -> Model:
     with connections[using].cursor() as cursor:
         cursor.execute(sql, values)
     return obj
+
+
+def insert_together(*objs: Model, using: str = "default") -> None:
+    """INSERT several rows in one statement (data-modifying CTEs): one round trip. Foreign keys
+    between them must be deferrable (Django creates them so), as the rows are written together."""
+    parts = [insert_parts(obj, using=using) for obj in objs]
+    *first, (last_sql, _) = parts
+    ctes = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(first))
+    statement = (f"WITH {ctes} " if ctes else "") + last_sql
+    with connections[using].cursor() as cursor:
+        cursor.execute(statement, [value for _, values in parts for value in values])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +48,7 @@ def current_agency_id() -> uuid.UUID | None:
     return _current.get().agency_id
 
 
-def _apply(context: TenantContext, using: str) -> None:
+def _apply(context: TenantContext, using: str, then: Sequence[str] = ()) -> None:
     connection = connections[using]
     arguments = [
         str(context.agency_id) if context.agency_id else "",
@@ -62,8 +62,12 @@ def _apply(context: TenantContext, using: str) -> None:
             # mode both go out in one round trip instead of two.
             with connection.wrap_database_errors, raw.pipeline():
                 cursor.execute(_SET_CONFIG, arguments)
+                for statement in then:
+                    cursor.execute(statement)
         else:
             cursor.execute(_SET_CONFIG, arguments)
+            for statement in then:
+                cursor.execute(statement)
 
 
 _SET_CONFIG = (
@@ -80,11 +84,13 @@ def tenant_context(
     all_agencies: bool = False,
     user_id: int | None = None,
     using: str = DEFAULT_DB_ALIAS,
+    then: Sequence[str] = (),
 ) -> Iterator[TenantContext]:
     """Run the block in a transaction whose queries see one agency (or all, or none).
 
     Opens ``transaction.atomic`` (a savepoint when nested) and restores the outer context on exit,
-    so nested blocks — a platform job acting for one agency, say — behave as expected.
+    so nested blocks — a platform job acting for one agency, say — behave as expected. ``then``:
+    constant statements to run right after the settings, in the same round trip (a savepoint).
     """
     context = TenantContext(
         agency_id=uuid.UUID(str(agency_id)) if agency_id else None,
@@ -96,7 +102,7 @@ def tenant_context(
     nested = connections[using].in_atomic_block
     try:
         with transaction.atomic(using=using):
-            _apply(context, using)
+            _apply(context, using, then)
             yield context
     finally:
         _current.reset(token)
@@ -115,9 +121,11 @@ def tenant_context(
 
 
 @contextmanager
-def agency_context(agency_id: uuid.UUID | str, *, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+def agency_context(
+    agency_id: uuid.UUID | str, *, using: str = DEFAULT_DB_ALIAS, then: Sequence[str] = ()
+) -> Iterator[None]:
     """Shorthand: the block sees exactly one agency's rows."""
-    with tenant_context(agency_id=agency_id, using=using):
+    with tenant_context(agency_id=agency_id, using=using, then=then):
         yield
 
 

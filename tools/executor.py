@@ -11,11 +11,12 @@ import datetime
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.llm import ToolCall as LLMToolCall
@@ -76,6 +77,9 @@ class CallRequest:
     # Where the ToolCall row goes: inserted now, or handed to the caller to write together with
     # its own rows (the runtime's one-statement step commit).
     insert: Callable[[ToolCall], None] | None = None
+    # A savepoint the caller created just before (in its transaction's first round trip): a
+    # failing handler's writes roll back to it. Without one, the handler gets its own.
+    savepoint: str | None = None
 
 
 def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None) -> ToolOutcome:
@@ -94,7 +98,7 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
 
     policy = request.tools.get(call.name)
     arguments = call.arguments
-    started = time.perf_counter()
+    seconds = 0.0  # the handler's own run time; refusals run nothing
     outcome: ToolOutcome
     if policy is None:
         outcome = ToolOutcome(
@@ -144,15 +148,16 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
         else:
             if approval is not None and approval.edited_arguments is not None:
                 arguments = approval.edited_arguments
+            started = time.perf_counter()
             outcome = _run_handler(request, key, arguments)
-    duration_ms = int((time.perf_counter() - started) * 1000)
+            seconds = time.perf_counter() - started
     _record(
         request,
         policy=policy,
         key=key,
         arguments=arguments,
         outcome=outcome,
-        duration_ms=duration_ms,
+        seconds=seconds,
         step_id=step_id,
         existing=existing,
     )
@@ -199,8 +204,12 @@ def _run_handler(request: CallRequest, key: str, arguments: dict[str, Any]) -> T
     )
     try:
         # A savepoint: a failing handler's partial writes go, the run's transaction stays.
-        with transaction.atomic():
-            result = handler(context, arguments)
+        if request.savepoint is None:
+            with transaction.atomic():
+                result = handler(context, arguments)
+        else:
+            with _rolled_back_on_error(request.savepoint):
+                result = handler(context, arguments)
     except ToolError as exc:
         return ToolOutcome(exc.as_output(), ToolCallStatus.FAILED)
     except Exception as exc:
@@ -217,6 +226,22 @@ def _run_handler(request: CallRequest, key: str, arguments: dict[str, Any]) -> T
             after_commit=list(result.after_commit),
         )
     return ToolOutcome(result, ToolCallStatus.COMPLETED)
+
+
+@contextmanager
+def _rolled_back_on_error(savepoint: str) -> Iterator[None]:
+    """The caller's savepoint instead of a new one (two round trips fewer per tool call: it was
+    created with the transaction's first statement, and is never released — COMMIT keeps
+    everything after it too)."""
+    try:
+        yield
+    except BaseException:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+        # Django marked the transaction broken if the handler's query failed; rolled back to a
+        # known-good point, it is not.
+        transaction.set_rollback(False)
+        raise
 
 
 def _park_for_approval(
@@ -266,7 +291,7 @@ def _record(
     key: str,
     arguments: dict[str, Any],
     outcome: ToolOutcome,
-    duration_ms: int,
+    seconds: float,
     step_id: uuid.UUID | None,
     existing: ToolCall | None,
 ) -> None:
@@ -279,7 +304,7 @@ def _record(
         "error": (error or {}).get("message", "") if error else "",
         "error_code": (error or {}).get("code", "") if error else "",
         "completed_at": now,
-        "duration_ms": duration_ms,
+        "duration_ms": round(seconds * 1000),
         "step_id": step_id,
     }
     if existing is not None:
@@ -298,7 +323,8 @@ def _record(
             execution_id=request.execution_id,
             tool_call_id=request.call.id,
             idempotency_key=key,
-            started_at=now - datetime.timedelta(milliseconds=duration_ms),
+            # Exact to the microsecond (duration_ms is whole milliseconds).
+            started_at=now - datetime.timedelta(seconds=seconds),
             **fields,
         )
     )

@@ -46,6 +46,8 @@ from usage.pricing import Price, price_for
 
 logger = logging.getLogger(__name__)
 
+# Created with each act step's transaction; the tool handler's writes roll back to it on failure.
+TOOL_SAVEPOINT = "agentdesk_tool"
 # Rough size of a token, to estimate a call's input for the budget reservation.
 CHARS_PER_TOKEN = 4
 
@@ -274,7 +276,9 @@ class _Run:
             if stop is not None:
                 return stop
             step_id = uuid.uuid4()
-            with store.step_transaction(self.execution, self.worker) as tx:
+            with store.step_transaction(
+                self.execution, self.worker, savepoint=TOOL_SAVEPOINT
+            ) as tx:
                 started = time.perf_counter()
                 if index >= limit:
                     output = {
@@ -339,6 +343,7 @@ class _Run:
             triggered_by_user_id=self.execution.triggered_by_id,
             may_have_run=resumed,
             insert=insert,
+            savepoint=TOOL_SAVEPOINT,
         )
 
     # --- budget and end -------------------------------------------------------------------------

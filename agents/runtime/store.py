@@ -315,12 +315,16 @@ def _step_summary(step: ExecutionStep) -> dict[str, Any]:
 
 
 @contextmanager
-def step_transaction(execution: Execution, worker: str) -> Iterator[StepTransaction]:
+def step_transaction(
+    execution: Execution, worker: str, *, savepoint: str | None = None
+) -> Iterator[StepTransaction]:
     """One transaction, one commit: the body's writes plus the fenced execution UPDATE.
 
-    Sets ``cancel_requested`` on the execution object from the row as committed.
+    Sets ``cancel_requested`` on the execution object from the row as committed. ``savepoint``
+    is created in the transaction's first round trip (a tool handler's writes roll back to it).
     """
-    with tenancy.agency_context(execution.agency_id):
+    then = [f"SAVEPOINT {savepoint}"] if savepoint else []
+    with tenancy.agency_context(execution.agency_id, then=then):
         tx = StepTransaction(execution, worker)
         yield tx
         if not tx.finished and not tx.parked:

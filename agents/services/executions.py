@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from agents.models import (
@@ -99,13 +100,16 @@ def execution_create(
         triggered_by_id=triggered_by_id,
         input=input,
     )
-    # The transition row may go first: foreign keys are checked at commit.
+    rows: list[Model] = []
     store.record_transition(
-        execution, ExecutionStatus.PENDING, reason=f"{trigger_type} trigger", created=True
+        execution,
+        ExecutionStatus.PENDING,
+        reason=f"{trigger_type} trigger",
+        created=True,
+        insert=rows.append,
     )
-    fastdb.insert(execution)
     log.outcome, log.execution = TriggerOutcome.INVOKED, execution
-    fastdb.insert(log)
+    fastdb.insert_together(execution, *rows, log)  # one round trip
     enqueue_execution(execution, queue=queue)
     return execution
 
