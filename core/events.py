@@ -7,7 +7,7 @@ import re
 import uuid
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from core import fastdb
@@ -88,9 +88,15 @@ def event_emit(
 
 
 def _has_subscribers(agency_id: uuid.UUID, event_type: str) -> bool:
-    from agents.models import Agent  # noqa: PLC0415 - agents depends on core, not the reverse
-
-    return Agent.objects.filter(agency_id=agency_id, trigger_events__contains=[event_type]).exists()
+    # Every run emits two events: written out once rather than compiled by the ORM each time.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM agents_agent"
+            " WHERE agency_id = %s AND trigger_events @> ARRAY[%s]::varchar(200)[])",
+            [agency_id, event_type],
+        )
+        row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 def _dispatch(event_id: uuid.UUID, agency_id: uuid.UUID) -> None:

@@ -7,6 +7,7 @@ import threading
 import time
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q
 
 from agents.models import Agent, Execution
@@ -77,23 +78,31 @@ def recall_memories(agent: Agent) -> list[str]:
     Semantic search (``memory.selectors.memory_search``) needs an embedding of the task; until an
     embedding provider is configured the most important, most recent memories stand in for it.
     """
-    from django.utils import timezone  # noqa: PLC0415
+    # Read on every run's first claim: plain SQL, not compiled by the ORM each time.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT memory_type, content FROM {Memory._meta.db_table}"  # noqa: S608 - constant
+            " WHERE agent_id = %s AND (expires_at IS NULL OR expires_at > now())"
+            " ORDER BY importance DESC, created_at DESC LIMIT %s",
+            [agent.id, MEMORY_LIMIT],
+        )
+        return [f"[{kind}] {content}" for kind, content in cursor.fetchall()]
 
-    memories = (
-        Memory.objects.filter(agent=agent)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
-        .order_by("-importance", "-created_at")[:MEMORY_LIMIT]
-    )
-    return [f"[{m.memory_type}] {m.content}" for m in memories]
+
+def open_goals(agent: Agent) -> list[tuple[str, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name, description FROM agents_agentgoal"
+            " WHERE agent_id = %s AND NOT is_achieved ORDER BY priority DESC, created_at",
+            [agent.id],
+        )
+        return [(name, description) for name, description in cursor.fetchall()]
 
 
 def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
     tools = usable_tools(agent)
     memories = recall_memories(agent)
-    goals = [
-        (goal.name, goal.description)
-        for goal in agent.goals.filter(is_achieved=False).order_by("-priority", "created_at")
-    ]
+    goals = open_goals(agent)
     prompt = build_system_prompt(
         agent, goals=goals, tool_names=[t["name"] for t in tools], memories=memories
     )
