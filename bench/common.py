@@ -3,7 +3,9 @@ migrated like the test database, a real Celery worker, the fake provider server,
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
+import time
 import uuid
 from typing import Any
 
@@ -28,6 +30,61 @@ def worker(*, concurrency: int, **env: str) -> Any:
         "LOG_LEVEL": "WARNING",
     }
     return Worker(concurrency=concurrency, **{**production, **env})
+
+
+class FakeServerProcess:
+    """The fake provider in a process of its own, so that under load its CPU is not taken from
+    (or given to) the process that runs the benchmark. ``responder`` answers every request."""
+
+    def __init__(self, responder: Any, *, latency: float = 0.0) -> None:
+        context = multiprocessing.get_context("fork")  # the responder is a closure: inherited
+        self._port = context.Value("i", 0)
+        self._max_in_flight = context.Value("i", 0)
+        self._process = context.Process(
+            target=self._serve, args=(responder, latency), daemon=True
+        )
+
+    def _serve(self, responder: Any, latency: float) -> None:
+        from agents.llm.fake_server import FakeProviderServer  # noqa: PLC0415
+
+        server = FakeProviderServer(latency=latency, record=False)
+        server.set_responder(responder)
+        track = server.track_in_flight
+
+        def track_and_share(delta: int) -> None:
+            track(delta)
+            with self._max_in_flight.get_lock():
+                self._max_in_flight.value = max(self._max_in_flight.value, server.in_flight)
+
+        server.track_in_flight = track_and_share  # type: ignore[method-assign]
+        self._port.value = server.port
+        server.serve_forever()
+
+    def __enter__(self) -> FakeServerProcess:
+        self._process.start()
+        deadline = time.monotonic() + 10
+        while not self._port.value and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._process.terminate()
+        self._process.join(5)
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port.value}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port.value}"
+
+    @property
+    def max_in_flight(self) -> int:
+        return int(self._max_in_flight.value)
+
+    def reset_max_in_flight(self) -> None:
+        self._max_in_flight.value = 0
 
 
 def elapsed_ms(started: Any, completed: Any) -> float:

@@ -18,7 +18,6 @@ from typing import Any
 
 import psutil
 
-from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import react_responder
 from agents.models import Execution
 from agents.services import execution_create
@@ -74,17 +73,15 @@ def main() -> None:
     ]
     pids = [w.process.pid for w in workers if w.process is not None]
     try:
-        with FakeProviderServer(latency=args.latency, record=False) as server:
+        responder = react_responder("crm_get_contact", {"email": "a@x.io"})
+        with common.FakeServerProcess(responder, latency=args.latency) as server:
             agent = common.make_agent(server)
             with tenancy.agency_context(agent.agency_id):
                 Contact.objects.create(agency_id=agent.agency_id, first_name="A", email="a@x.io")
-            server.set_responder(
-                react_responder("crm_get_contact", {"email": "a@x.io"}), key=agent.llm_model
-            )
             # Warm-up: a long-lived worker has imported the SDK, compiled its regexes and
             # statements and opened its connections before the measured batch arrives.
             _wait(agent, _launch(agent, 10))
-            server.max_in_flight = 0
+            server.reset_max_in_flight()
             idle_rss = max(psutil.Process(pid).memory_info().rss for pid in pids)
             peak = [idle_rss]
             stop = threading.Event()
