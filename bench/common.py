@@ -40,9 +40,7 @@ class FakeServerProcess:
         context = multiprocessing.get_context("fork")  # the responder is a closure: inherited
         self._port = context.Value("i", 0)
         self._max_in_flight = context.Value("i", 0)
-        self._process = context.Process(
-            target=self._serve, args=(responder, latency), daemon=True
-        )
+        self._process = context.Process(target=self._serve, args=(responder, latency), daemon=True)
 
     def _serve(self, responder: Any, latency: float) -> None:
         from agents.llm.fake_server import FakeProviderServer  # noqa: PLC0415

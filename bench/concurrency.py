@@ -11,6 +11,7 @@ memory under 500 MB; waiting executions hold no worker slot.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import threading
 import time
@@ -37,15 +38,16 @@ def _sample_memory(pid: int, stop: threading.Event, peak: list[int]) -> None:
             return
 
 
-def _launch(agent: Any, runs: int) -> list[Any]:
-    """Create ``runs`` executions one after the other, each committed (and its task sent) on
-    its own, as ``runs`` API calls would."""
+def _launch(agent: Any, runs: int, *, at_once: bool = False) -> list[Any]:
+    """Create ``runs`` executions, each committed (its task sent) on its own as separate API
+    calls would be; ``at_once``: all in one transaction, their tasks sent together at commit."""
     ids = []
-    for _ in range(runs):
-        with tenancy.agency_context(agent.agency_id):
-            execution = execution_create(agent=agent, input="Look A up.")
-        assert execution is not None
-        ids.append(execution.id)
+    with tenancy.agency_context(agent.agency_id) if at_once else contextlib.nullcontext():
+        for _ in range(runs):
+            with tenancy.agency_context(agent.agency_id):
+                execution = execution_create(agent=agent, input="Look A up.")
+            assert execution is not None
+            ids.append(execution.id)
     return ids
 
 
@@ -64,6 +66,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=256)
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--capacity-latency", type=float, default=4.0)
     args = parser.parse_args()
     common.create_database()
     facts = common.machine_facts()
@@ -88,7 +91,7 @@ def main() -> None:
             for pid in pids:
                 threading.Thread(target=_sample_memory, args=(pid, stop, peak), daemon=True).start()
             started = time.perf_counter()
-            ids = _launch(agent, args.runs)
+            ids = _launch(agent, args.runs)  # counted: creating them is part of the work
             enqueued = time.perf_counter() - started
             _wait(agent, ids)
             elapsed = time.perf_counter() - started
@@ -96,6 +99,16 @@ def main() -> None:
             with tenancy.agency_context(agent.agency_id):
                 completed = Execution.objects.filter(pk__in=ids, status="completed").count()
             max_in_flight = server.max_in_flight
+        # Capacity: the same runs started at once with model calls long enough to outlast
+        # everyone's start: how many one worker process keeps in flight together.
+        with common.FakeServerProcess(responder, latency=args.capacity_latency) as slow:
+            slow_agent = common.make_agent(slow)
+            with tenancy.agency_context(slow_agent.agency_id):
+                Contact.objects.create(
+                    agency_id=slow_agent.agency_id, first_name="A", email="a@x.io"
+                )
+            _wait(slow_agent, _launch(slow_agent, args.runs, at_once=True))
+            capacity_in_flight = slow.max_in_flight
     finally:
         for worker in workers:
             worker.stop()
@@ -108,8 +121,10 @@ def main() -> None:
         "worker_processes": args.workers,
         "threads_per_worker": args.threads,
         "completed": completed,
-        "all_done_s": round(elapsed, 3),
-        "enqueue_s": round(enqueued, 3),
+        "all_done_s": round(elapsed, 3),  # from the first run's creation to the last one's end
+        "creating_the_runs_s": round(enqueued, 3),
+        "capacity_model_latency_s": args.capacity_latency,
+        "capacity_max_model_calls_in_flight": capacity_in_flight,
         "ideal_s": 2 * args.latency,
         "max_model_calls_in_flight": max_in_flight,
         "worker_rss_idle_mb": round(idle_rss / 2**20, 1),  # the largest process
