@@ -6,8 +6,6 @@ in one pipeline round trip), and inside a test transaction for the nested path.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.db import connection, transaction
 
@@ -36,31 +34,41 @@ def _step_numbers(execution: Execution) -> list[int]:
         return list(execution.steps.values_list("step_number", flat=True))
 
 
-def _write_step(execution: Execution, worker: str, **fields: Any) -> None:
-    with store.step_transaction(execution, worker) as tx:
-        tx.add_step(StepType.THINK, reasoning="thinking", **fields)
+def _write_step(execution: Execution, worker: str, *, direct: bool = False) -> None:
+    write = store.direct_step if direct else store.step_transaction
+    with write(execution, worker) as tx:
+        tx.add_step(StepType.THINK, reasoning="thinking")
 
 
-def test_the_lease_holder_commits_its_step_and_reads_the_cancel_flag(live_db: None) -> None:
+# step_transaction: Django's transaction, statement and COMMIT pipelined at its end.
+# direct_step: a model reply's whole transaction in one round trip, outside Django's.
+WRITERS = pytest.mark.parametrize("direct", [False, True], ids=["step_transaction", "direct"])
+
+
+@WRITERS
+def test_the_lease_holder_commits_its_step_and_reads_the_cancel_flag(
+    live_db: None, direct: bool
+) -> None:
     execution = _running_execution("worker-a")
-    _write_step(execution, "worker-a")
+    _write_step(execution, "worker-a", direct=direct)
     assert _step_numbers(execution) == [1]
     assert not connection.in_atomic_block
     assert connection.connection.info.transaction_status.name == "IDLE"
 
     with tenancy.agency_context(execution.agency_id):
         Execution.objects.filter(pk=execution.pk).update(cancel_requested_at=store.lease_deadline())
-    _write_step(execution, "worker-a")
+    _write_step(execution, "worker-a", direct=direct)
     assert execution.cancel_requested_at is not None  # returned by the step's own statement
     assert _step_numbers(execution) == [1, 2]
 
 
-def test_a_worker_that_lost_its_lease_writes_nothing(live_db: None) -> None:
+@WRITERS
+def test_a_worker_that_lost_its_lease_writes_nothing(live_db: None, direct: bool) -> None:
     execution = _running_execution("worker-b")  # the reaper handed the run to worker-b
     stale = Execution(**{f.attname: getattr(execution, f.attname) for f in Execution._meta.fields})
 
     with pytest.raises(store.LeaseLost):
-        _write_step(stale, "worker-a")
+        _write_step(stale, "worker-a", direct=direct)
 
     assert _step_numbers(execution) == []  # the step's insert rode in the rolled-back statement
     with tenancy.agency_context(execution.agency_id):
