@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
+
+from django.conf import settings
 
 from agents.llm.base import Provider, Sleep
 from agents.llm.errors import LLMConfigurationError, missing_key_error
@@ -13,8 +16,10 @@ ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # Local OpenAI-compatible servers ignore the key, but the SDK refuses to build a client without one.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 
-_cache: dict[tuple[ProviderConfig, str], Provider] = {}
+_cache: dict[tuple[ProviderConfig, str, int], Provider] = {}
 _cache_lock = threading.Lock()
+_thread_shard = threading.local()
+_next_shard = itertools.count()
 
 
 def resolve_api_key(config: ProviderConfig) -> str:
@@ -38,11 +43,11 @@ def resolve_api_key(config: ProviderConfig) -> str:
 
 
 def get_provider(config: ProviderConfig, *, sleep: Sleep | None = None) -> Provider:
-    """The provider for `config`, shared by every caller with the same configuration and key.
+    """The provider for `config`, shared by the callers with the same configuration and key.
 
     Building an SDK client costs an SSL context and a connection pool, far more than a step's
-    budget, so clients are kept per (config, key). `sleep` replaces the backoff's sleeping; with
-    it the provider is built fresh and not shared.
+    budget, so clients are kept per (config, key): AGENTDESK_LLM_CLIENTS of them, see _shard.
+    `sleep` replaces the backoff's sleeping; with it the provider is built fresh and not shared.
     """
     if config.kind not in ("openai", "anthropic", "openai_compatible"):
         raise LLMConfigurationError(
@@ -57,11 +62,25 @@ def get_provider(config: ProviderConfig, *, sleep: Sleep | None = None) -> Provi
     api_key = resolve_api_key(config)
     if sleep is not None:
         return _build(config, api_key, sleep)
+    key = (config, api_key, _shard())
     with _cache_lock:
-        provider = _cache.get((config, api_key))
+        provider = _cache.get(key)
         if provider is None:
-            provider = _cache[(config, api_key)] = _build(config, api_key, None)
+            provider = _cache[key] = _build(config, api_key, None)
         return provider
+
+
+def _shard() -> int:
+    """This thread's client of each configuration (threads are dealt out round robin).
+
+    One SDK client is one HTTP connection pool whose bookkeeping runs under one lock and scans
+    all its connections per request: with hundreds of calls in flight in a worker, a single
+    pool makes them queue. Several pools of a few dozen connections each do not.
+    """
+    shard: int | None = getattr(_thread_shard, "value", None)
+    if shard is None:
+        shard = _thread_shard.value = next(_next_shard) % settings.AGENTDESK_LLM_CLIENTS
+    return shard
 
 
 def clear_provider_cache() -> None:

@@ -189,6 +189,8 @@ CELERY_BEAT_SCHEDULE = {
 AGENTDESK_LEASE_SECONDS = env.int("AGENTDESK_LEASE_SECONDS", default=300)
 AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0)
 AGENTDESK_LLM_TIMEOUT_SECONDS = env.float("AGENTDESK_LLM_TIMEOUT_SECONDS", default=60.0)
+# SDK clients (HTTP connection pools) per provider configuration and process; threads share them.
+AGENTDESK_LLM_CLIENTS = env.int("AGENTDESK_LLM_CLIENTS", default=8)
 AGENTDESK_LLM_MAX_RETRIES = env.int("AGENTDESK_LLM_MAX_RETRIES", default=2)
 # How long a process reuses what it read of tools, risk rules, prices and "no budget" (seconds):
 # they are read on every run or step and change rarely. 0 reads them every time.

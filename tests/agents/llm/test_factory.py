@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+from typing import Any
 
 import pytest
 
@@ -94,6 +96,32 @@ def test_providers_are_shared_per_configuration(fake_llm: FakeProviderServer) ->
         assert get_provider(dataclasses.replace(config, api_key="other")) is not first
     finally:
         clear_provider_cache()
+
+
+def test_threads_are_dealt_over_a_few_clients_per_configuration(
+    fake_llm: FakeProviderServer, settings: Any
+) -> None:
+    settings.AGENTDESK_LLM_CLIENTS = 3
+    config = ProviderConfig(
+        kind="openai", model="m", api_key="k", base_url=fake_llm.openai_base_url
+    )
+    seen: list[int] = []
+
+    def use() -> None:
+        provider = get_provider(config)
+        assert get_provider(config) is provider  # a thread keeps its client
+        seen.append(id(provider))
+
+    try:
+        threads = [threading.Thread(target=use) for _ in range(9)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        clear_provider_cache()
+    assert len(seen) == 9
+    assert len(set(seen)) == 3
 
 
 def test_api_key_stays_out_of_the_config_repr() -> None:
