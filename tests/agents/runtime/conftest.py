@@ -4,6 +4,7 @@ the fake provider server on loopback, and agents wired to it."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,28 @@ from tests.factories import AgencyFactory, SiteFactory
 
 ROOT = Path(__file__).resolve().parents[3]
 TERMINAL = {"completed", "failed", "cancelled", "timed_out"}
+# Worker logs of this test run (or benchmark) go here; earlier runs' are removed when it starts.
+LOGS = ROOT / ".data" / "worker-logs"
+
+
+def _log_dir() -> Path:
+    here = LOGS / str(os.getpid())
+    if not here.exists():
+        for old in LOGS.glob("*"):
+            if old.name.isdigit() and not _alive(int(old.name)):
+                shutil.rmtree(old, ignore_errors=True)
+        here.mkdir(parents=True, exist_ok=True)
+    return here
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Worker:
@@ -34,7 +57,7 @@ class Worker:
         self.concurrency = concurrency
         self.extra_env = env
         self.process: subprocess.Popen[bytes] | None = None
-        self.log = ROOT / ".data" / f"test-worker-{os.getpid()}-{uuid.uuid4().hex[:6]}.log"
+        self.log = _log_dir() / f"worker-{uuid.uuid4().hex[:6]}.log"
 
     def start(self, **env: str) -> Worker:
         environment = dict(os.environ)
