@@ -254,7 +254,17 @@ class EmailMessage(AgencyOwnedModel):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["agency", "status"], name="crm_email_status_idx")]
+        indexes = [
+            models.Index(fields=["agency", "status"], name="crm_email_status_idx"),
+            # email_send's "did this very call queue a message already?" lookup.
+            models.Index(fields=["agency", "provider_message_id"], name="crm_email_message_id_idx"),
+            # The outbox sweeper: messages still queued (their sender died before taking them).
+            models.Index(
+                fields=["updated_at"],
+                name="crm_email_queued_idx",
+                condition=models.Q(status="queued"),
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(status__in=EmailStatus.values),

@@ -182,7 +182,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "agents.reap_expired_leases",
         "schedule": env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0),
     },
+    "deliver-stranded-emails": {
+        "task": "tools.deliver_stranded_emails",
+        "schedule": 60.0,
+    },
 }
+# An outbox message still queued this long after it was written lost its sender (the worker died
+# between the commit and the send); beat's sweeper sends it.
+AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS = env.int("AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS", default=120)
 
 # --- Agent runtime ---------------------------------------------------------------------------
 # A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).

@@ -54,3 +54,14 @@ def test_beat_entry_task_starts_a_scheduled_run_in_the_agents_agency() -> None:
     # Another agency's agent id is simply not found in this agency's context.
     missing = run_scheduled.apply(args=[str(other.id)], kwargs={"agency_id": str(agent.agency_id)})
     assert missing.get() is None
+
+
+def test_every_fixed_beat_entry_names_a_registered_task() -> None:
+    from django.conf import settings
+
+    from config.celery_app import app
+
+    app.loader.import_default_modules()  # what a worker or beat does at start
+    names = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert {"agents.reap_expired_leases", "tools.deliver_stranded_emails"} <= names
+    assert names <= set(app.tasks)

@@ -9,6 +9,7 @@ recognisable, and the row's status guards against sending it twice from this pro
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
 import logging
@@ -114,6 +115,23 @@ def deliver_email(*, agency_id: uuid.UUID, email_id: uuid.UUID) -> None:
         )
         return
     _finish(agency_id, email_id, status=EmailStatus.SENT, error="")
+
+
+def deliver_stranded_emails(*, older_than: datetime.timedelta, limit: int = 500) -> int:
+    """Send the outbox messages still ``queued`` after ``older_than``: the worker that queued one
+    committed it and died before its after-commit send. Safe to repeat: :func:`deliver_email`
+    takes a row queued -> sending first, and a row left ``sending`` (sent or not, nobody knows)
+    is never sent again. Returns how many were taken."""
+    cutoff = timezone.now() - older_than
+    with tenancy.platform_context():
+        stranded = list(
+            EmailMessage.objects.filter(status=EmailStatus.QUEUED, updated_at__lt=cutoff)
+            .order_by("updated_at")
+            .values_list("agency_id", "id")[:limit]
+        )
+    for agency_id, email_id in stranded:
+        deliver_email(agency_id=agency_id, email_id=email_id)
+    return len(stranded)
 
 
 def _finish(agency_id: uuid.UUID, email_id: uuid.UUID, *, status: str, error: str) -> None:

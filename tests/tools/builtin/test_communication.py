@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from channels.layers import get_channel_layer
 from django.core import mail
 from django.core.mail.backends.base import BaseEmailBackend
+from django.utils import timezone
 
 from agents.models import Execution
 from core import realtime, tenancy
@@ -18,7 +20,7 @@ from crm.models import EmailMessage, EmailStatus
 from tests.crm.factories import ContactFactory
 from tests.factories import MembershipFactory
 from tests.tools.builtin.conftest import call, call_error, call_raw, make_ctx
-from tools.builtin.communication import message_id_for
+from tools.builtin.communication import deliver_stranded_emails, message_id_for
 from tools.handlers import ToolContext, ToolResult
 
 EMAIL = {"to": ["ada@example.com", "bob@example.com"], "subject": "Quote", "body": "Here it is."}
@@ -187,3 +189,48 @@ def test_notify_user_records_an_event_and_broadcasts_to_the_agency_after_commit(
 )
 def test_notify_user_errors(ctx: ToolContext, args: dict[str, Any], code: str) -> None:
     assert call_error(ctx, "notify_user", args).code == code
+
+
+def _age(ctx: ToolContext, email_id: str, *, seconds: int) -> None:
+    """Make the row look ``seconds`` old (as a worker that died after queueing it leaves it)."""
+    with tenancy.agency_context(ctx.agency_id):
+        EmailMessage.objects.filter(id=email_id).update(
+            updated_at=timezone.now() - datetime.timedelta(seconds=seconds)
+        )
+
+
+def test_the_sweeper_sends_messages_whose_sender_died_and_nothing_twice(
+    execution: Execution, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    ctx = make_ctx(execution, "call_stranded")
+    stranded = _send(ctx).output["email_id"]  # queued, its after-commit send never ran
+    _age(ctx, stranded, seconds=300)
+    fresh_ctx, taken_ctx = make_ctx(execution, "call_fresh"), make_ctx(execution, "call_taken")
+    fresh = _send(fresh_ctx, {**EMAIL, "subject": "Fresh"}).output["email_id"]  # sender busy
+    taken = _send(taken_ctx, {**EMAIL, "subject": "Taken"}).output["email_id"]
+    with tenancy.agency_context(ctx.agency_id):  # died mid-send: may or may not have gone out
+        EmailMessage.objects.filter(id=taken).update(status=EmailStatus.SENDING)
+    _age(ctx, taken, seconds=300)
+
+    sent = deliver_stranded_emails(older_than=datetime.timedelta(seconds=120))
+    again = deliver_stranded_emails(older_than=datetime.timedelta(seconds=120))
+
+    assert (sent, again) == (1, 0)
+    assert [m.subject for m in mailoutbox] == ["Quote"]
+    assert _row(ctx, stranded).status == EmailStatus.SENT
+    assert _row(ctx, fresh).status == EmailStatus.QUEUED
+    assert _row(ctx, taken).status == EmailStatus.SENDING
+
+
+def test_the_sweeper_task_uses_the_configured_delay(
+    ctx: ToolContext, mailoutbox: list[mail.EmailMessage], settings: Any
+) -> None:
+    from tools.tasks import deliver_stranded_emails_task
+
+    email_id = _send(ctx).output["email_id"]
+    _age(ctx, email_id, seconds=30)
+    settings.AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS = 60
+    assert deliver_stranded_emails_task() == 0
+    settings.AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS = 10
+    assert deliver_stranded_emails_task() == 1
+    assert len(mailoutbox) == 1

@@ -1,0 +1,18 @@
+"""Periodic work of the tool system (run by Celery beat)."""
+
+from __future__ import annotations
+
+import datetime
+
+from celery import shared_task
+from django.conf import settings
+
+from tools.builtin.communication import deliver_stranded_emails
+
+
+@shared_task(name="tools.deliver_stranded_emails", ignore_result=True)
+def deliver_stranded_emails_task() -> int:
+    """Outbox messages whose worker died between queueing and sending them go out now."""
+    return deliver_stranded_emails(
+        older_than=datetime.timedelta(seconds=settings.AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS)
+    )
