@@ -1,11 +1,14 @@
 """Persistence of a run: claiming with a lease, one transaction (one commit) per model reply or
 tool result, and the end of a run. Every write of the loop goes through here.
 
-Fencing: each step transaction ends with one UPDATE of the execution row ``WHERE lease_owner =
-<this worker>``; a worker whose lease was taken over (it stalled, the reaper handed the run to
-another delivery) matches no row, raises :class:`LeaseLost`, and its transaction rolls back.
-The same UPDATE renews the lease and returns ``cancel_requested_at``, so neither costs a round
-trip of its own.
+Fencing: each step transaction ends with one statement — the step's rows inserted as CTEs of an
+UPDATE of the execution row ``WHERE lease_owner = <this worker>``. A worker whose lease was taken
+over (it stalled, the reaper handed the run to another delivery) matches no row; the statement then
+raises (SQLSTATE AD001), the transaction rolls back and :class:`LeaseLost` is raised. The same
+UPDATE renews the lease and returns ``cancel_requested_at``, so neither costs a round trip of its
+own, and because the failure is an error rather than a row count the COMMIT travels with the
+statement. A model reply's whole transaction is one round trip (:func:`direct_step`); see
+docs/decisions/0003-runtime-write-path.md.
 """
 
 from __future__ import annotations
@@ -204,7 +207,7 @@ class StepTransaction:
         self.changed: set[str] = {"current_step", "sequence", "lease_expires_at"}
         self.finished = False
         self.parked = False
-        # Rows written with the execution's fenced UPDATE, in one statement (see _fenced_update).
+        # Rows written with the execution's fenced UPDATE, in one statement (_step_statement).
         self.inserts: list[tuple[str, list[Any]]] = []
 
     def defer_insert(self, obj: Model) -> None:
