@@ -153,9 +153,13 @@ def run_in_one_round_trip(
                 cursor.execute(statement, arguments)
                 control.execute("COMMIT")
         except Exception:
-            # The failed statement left the explicit transaction aborted: end it, so that the
-            # connection goes back to the pool clean.
-            if raw.info.transaction_status != TransactionStatus.IDLE:
+            if raw.broken:
+                # The server went away: give the connection back (the pool discards a broken
+                # one) so that the next caller gets a working one.
+                connection.close()
+            elif raw.info.transaction_status != TransactionStatus.IDLE:
+                # The failed statement left the explicit transaction aborted: end it, so that
+                # the connection goes back to the pool clean.
                 raw.execute("ROLLBACK")
             raise
         return cursor.fetchone()

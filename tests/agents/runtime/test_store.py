@@ -85,3 +85,26 @@ def test_lease_loss_inside_a_callers_transaction_raises_and_leaves_the_rollback_
     with pytest.raises(store.LeaseLost), transaction.atomic():
         _write_step(execution, "worker-a")
     assert _step_numbers(execution) == []
+
+
+def test_a_reply_write_on_a_dead_connection_fails_and_the_next_one_gets_a_fresh_connection(
+    live_db: None,
+) -> None:
+    import psycopg
+    from django.db import DatabaseError
+
+    from tests.conftest import _maintenance_conninfo
+
+    execution = _running_execution("worker-a")
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    with psycopg.connect(_maintenance_conninfo(), autocommit=True) as admin:  # a superuser
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+    with pytest.raises(DatabaseError):
+        _write_step(execution, "worker-a", direct=True)
+    assert _step_numbers(execution) == []
+    _write_step(execution, "worker-a", direct=True)  # a fresh connection from the pool
+    assert len(_step_numbers(execution)) == 1
