@@ -224,9 +224,9 @@ class _Run:
     ) -> bool:
         cost = price.cost(completion.usage)
         final = not completion.tool_calls
-        budgeted = isinstance(reservation, tuple)
         # A reply that only adds rows (no final answer to finish, no budget to settle) is
         # written in one round trip; the others need the database inside their transaction.
+        budgeted = isinstance(reservation, tuple)
         write = store.step_transaction if final or budgeted else store.direct_step
         with write(self.execution, self.worker) as tx:
             now = timezone.now()
@@ -252,7 +252,7 @@ class _Run:
                 duration_ms=int((time.perf_counter() - started) * 1000),
             )
             tx.count_llm_call(completion.usage, cost)
-            if isinstance(reservation, tuple):  # (budgeted, for the type checker)
+            if isinstance(reservation, tuple):  # i.e. budgeted; spelled out for mypy
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=cost
                 )
