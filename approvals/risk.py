@@ -9,16 +9,14 @@ Rules change rarely and are read on every tool call, so each process caches them
 from __future__ import annotations
 
 import json
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q
 
 from approvals.models import RiskLevel, RiskRule
+from core.catalogue import CatalogueCache
 from tools.patterns import pattern_matches
 
 HIGH_RISK = frozenset({RiskLevel.HIGH, RiskLevel.CRITICAL})
@@ -48,31 +46,25 @@ class _Rule:
     requires_approval: bool
 
 
-_cache: dict[uuid.UUID, tuple[float, list[_Rule]]] = {}
-_lock = threading.Lock()
+_rules_cache = CatalogueCache[list[_Rule]]()
 
 
 def _rules(agency_id: uuid.UUID) -> list[_Rule]:
-    now = time.monotonic()
-    with _lock:
-        cached = _cache.get(agency_id)
-        if cached and now - cached[0] < settings.AGENTDESK_CATALOGUE_CACHE_SECONDS:
-            return cached[1]
+    return _rules_cache.get(agency_id, lambda: _load_rules(agency_id))
+
+
+def _load_rules(agency_id: uuid.UUID) -> list[_Rule]:
     rows = RiskRule.objects.filter(
         Q(agency_id=agency_id) | Q(agency__isnull=True), is_active=True
     ).order_by("priority", "name")
-    rules = [
+    return [
         _Rule(r.id, r.name, r.tool_pattern, r.condition or {}, r.risk_level, r.requires_approval)
         for r in rows
     ]
-    with _lock:
-        _cache[agency_id] = (now, rules)
-    return rules
 
 
 def clear_cache() -> None:
-    with _lock:
-        _cache.clear()
+    _rules_cache.clear()
 
 
 def condition_matches(condition: dict[str, Any], arguments: dict[str, Any]) -> bool:

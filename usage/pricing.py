@@ -6,16 +6,14 @@ for a model overrides the platform price.
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.conf import settings
 from django.db.models import Q
 
 from agents.llm import Usage
+from core.catalogue import CatalogueCache
 from usage.models import ModelPrice
 
 MILLION = Decimal(1_000_000)
@@ -42,40 +40,33 @@ class Price:
 
 
 FREE = Price(Decimal(0), Decimal(0), Decimal(0), Decimal(0))
-_cache: dict[tuple[uuid.UUID, str, str], tuple[float, Price]] = {}
-_lock = threading.Lock()
+_prices = CatalogueCache[Price]()
 
 
 def price_for(*, agency_id: uuid.UUID, provider: str, model: str) -> Price:
     """The agency's price for ``provider``/``model``; unknown models cost nothing (a local
     server) — add a ModelPrice row to count them."""
-    key = (agency_id, provider, model)
-    now = time.monotonic()
-    with _lock:
-        cached = _cache.get(key)
-        if cached and now - cached[0] < settings.AGENTDESK_CATALOGUE_CACHE_SECONDS:
-            return cached[1]
+    return _prices.get(
+        (agency_id, provider, model), lambda: _load_price(agency_id, provider, model)
+    )
+
+
+def _load_price(agency_id: uuid.UUID, provider: str, model: str) -> Price:
     rows = list(
         ModelPrice.objects.filter(Q(agency_id=agency_id) | Q(agency__isnull=True))
         .filter(provider=provider, model=model, is_active=True)
         .order_by("agency_id")  # NULLs last in PostgreSQL: the agency's own price first
     )
-    price = FREE
-    if rows:
-        row = rows[0]
-        price = Price(
-            row.input_per_mtok,
-            row.output_per_mtok,
-            row.cache_read_per_mtok if row.cache_read_per_mtok is not None else row.input_per_mtok,
-            row.cache_write_per_mtok
-            if row.cache_write_per_mtok is not None
-            else row.input_per_mtok,
-        )
-    with _lock:
-        _cache[key] = (now, price)
-    return price
+    if not rows:
+        return FREE
+    row = rows[0]
+    return Price(
+        row.input_per_mtok,
+        row.output_per_mtok,
+        row.cache_read_per_mtok if row.cache_read_per_mtok is not None else row.input_per_mtok,
+        row.cache_write_per_mtok if row.cache_write_per_mtok is not None else row.input_per_mtok,
+    )
 
 
 def clear_cache() -> None:
-    with _lock:
-        _cache.clear()
+    _prices.clear()

@@ -3,8 +3,6 @@ environment (OPENAI_API_KEY / ANTHROPIC_API_KEY)."""
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 
 from django.conf import settings
@@ -13,27 +11,18 @@ from django.db.models import Q
 from agents.llm import ProviderConfig
 from agents.models import Agent, LLMProvider
 from core import tenancy
+from core.catalogue import CatalogueCache
 
-# Every run starts by reading (and decrypting) its provider row: each process keeps the result
-# per agency, site, kind and model briefly, like the tool catalogue. A key or endpoint changed in
-# the admin reaches new runs within AGENTDESK_CATALOGUE_CACHE_SECONDS.
-_cache: dict[tuple[object, ...], tuple[float, ProviderConfig]] = {}
-_lock = threading.Lock()
+# Every run starts by reading (and decrypting) its provider row: kept per agency, site, kind and
+# model like the tool catalogue (core.catalogue).
+_configs = CatalogueCache[ProviderConfig]()
 
 
 def provider_config_for(agent: Agent, *, agency_id: uuid.UUID) -> ProviderConfig:
     """The agent's provider kind and model, with key and base URL from the agency's active
     provider row for that kind (a site-specific row before an agency-wide one)."""
     key = (agency_id, agent.site_id, agent.llm_provider, agent.llm_model)
-    now = time.monotonic()
-    with _lock:
-        cached = _cache.get(key)
-    if cached and now - cached[0] < settings.AGENTDESK_CATALOGUE_CACHE_SECONDS:
-        return cached[1]
-    config = _load(agent, agency_id)
-    with _lock:
-        _cache[key] = (now, config)
-    return config
+    return _configs.get(key, lambda: _load(agent, agency_id))
 
 
 def _load(agent: Agent, agency_id: uuid.UUID) -> ProviderConfig:

@@ -3,15 +3,12 @@ the tools it may use, the memories it recalls and the rendered system prompt."""
 
 from __future__ import annotations
 
-import threading
-import time
-
-from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
 from agents.models import Agent, Execution
 from agents.runtime.context import ConfigSnapshot, build_system_prompt
+from core.catalogue import CatalogueCache
 from memory.models import Memory
 from tools import registry
 from tools.executor import ToolPolicy
@@ -21,30 +18,19 @@ from tools.patterns import is_tool_allowed
 MEMORY_LIMIT = 10
 
 
-# The tool catalogue changes rarely and every run starts by reading it: each process keeps the
-# result per agency and tool patterns briefly. A tool edited in the admin reaches new runs
-# within AGENTDESK_CATALOGUE_CACHE_SECONDS.
-_tool_cache: dict[tuple[object, ...], tuple[float, list[ToolPolicy]]] = {}
-_tool_lock = threading.Lock()
+# The tool catalogue changes rarely and every run starts by reading it: kept per agency and tool
+# patterns (core.catalogue).
+_tools = CatalogueCache[list[ToolPolicy]]()
 
 
 def usable_tools(agent: Agent) -> list[ToolPolicy]:
     """Active tools the agent's patterns allow (denied wins) that have a handler installed."""
     key = (agent.agency_id, tuple(agent.allowed_tools), tuple(agent.denied_tools))
-    now = time.monotonic()
-    with _tool_lock:
-        cached = _tool_cache.get(key)
-    if cached and now - cached[0] < settings.AGENTDESK_CATALOGUE_CACHE_SECONDS:
-        return cached[1]
-    policies = _load_tools(agent)
-    with _tool_lock:
-        _tool_cache[key] = (now, policies)
-    return policies
+    return _tools.get(key, lambda: _load_tools(agent))
 
 
 def clear_tool_cache() -> None:
-    with _tool_lock:
-        _tool_cache.clear()
+    _tools.clear()
 
 
 def _load_tools(agent: Agent) -> list[ToolPolicy]:
