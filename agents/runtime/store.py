@@ -215,14 +215,30 @@ class StepTransaction:
         self.inserts.append(fastdb.insert_parts(obj))
 
     def save(self) -> None:
-        """Write the collected rows and the execution's changed columns in one statement (and,
-        in the outermost transaction, send the COMMIT with it)."""
-        _fenced_update(
-            self.execution,
-            self.worker if self.fenced else None,
-            sorted(self.changed),
-            self.inserts,
+        """Write the collected rows and the execution's changed columns in one statement: the
+        whole transaction in one round trip for a direct step, else with the COMMIT of the
+        outermost transaction riding along. A run still going renews its lease."""
+        execution = self.execution
+        if self.fenced and not self.finished and not self.parked:
+            execution.lease_expires_at = lease_deadline()
+        statement, arguments = _step_statement(
+            execution, self.worker if self.fenced else None, sorted(self.changed), self.inserts
         )
+        try:
+            if self.after_commit is not None:
+                row = tenancy.run_in_one_round_trip(execution.agency_id, statement, arguments)
+            else:
+                row = _execute_in_transaction(statement, arguments)
+        except DatabaseError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
+                raise LeaseLost(
+                    f"execution {execution.id}: lease no longer held by {self.worker}"
+                ) from exc
+            raise
+        assert row is not None
+        execution.cancel_requested_at = row[0]
+        for callback in self.after_commit or ():
+            callback()
 
     def add_step(
         self, step_type: str, *, step_id: uuid.UUID | None = None, **fields: Any
@@ -330,8 +346,6 @@ def step_transaction(
     with tenancy.agency_context(execution.agency_id, then=then):
         tx = StepTransaction(execution, worker)
         yield tx
-        if not tx.finished and not tx.parked:
-            execution.lease_expires_at = lease_deadline()
         tx.save()
 
 
@@ -354,49 +368,22 @@ def direct_step(execution: Execution, worker: str) -> Iterator[StepTransaction]:
         return
     tx = StepTransaction(execution, worker, direct=True)
     yield tx
-    execution.lease_expires_at = lease_deadline()
-    statement, arguments = _step_statement(execution, worker, sorted(tx.changed), tx.inserts)
-    try:
-        row = tenancy.run_in_one_round_trip(execution.agency_id, statement, arguments)
-    except DatabaseError as exc:
-        _raise_lease_lost(exc, execution, worker)
-        raise
-    assert row is not None
-    execution.cancel_requested_at = row[0]
-    for callback in tx.after_commit or ():
-        callback()
+    tx.save()
 
 
-def _raise_lease_lost(exc: DatabaseError, execution: Execution, worker: str | None) -> None:
-    if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
-        raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}") from exc
-
-
-def _fenced_update(
-    execution: Execution,
-    worker: str | None,
-    columns: list[str],
-    inserts: list[tuple[str, list[Any]]] = (),  # type: ignore[assignment]
-) -> None:
-    statement, arguments = _step_statement(execution, worker, columns, inserts)
-    try:
-        with connection.cursor() as cursor, connection.wrap_database_errors:
-            if _outermost_transaction():
-                # The statement and the COMMIT go out together: one round trip for the step.
-                # Django's own commit at the end of the atomic block then finds nothing to do
-                # and runs the on-commit hooks (broadcasts) as usual.
-                raw = connection.connection
-                with raw.pipeline():
-                    cursor.execute(statement, arguments)
-                    raw.execute("COMMIT")
-            else:  # nested in a caller's transaction (tests): it commits, not us
+def _execute_in_transaction(statement: str, arguments: list[Any]) -> tuple[Any, ...] | None:
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        if _outermost_transaction():
+            # The statement and the COMMIT go out together: one round trip for the step.
+            # Django's own commit at the end of the atomic block then finds nothing to do and
+            # runs the on-commit hooks (broadcasts) as usual.
+            raw = connection.connection
+            with raw.pipeline():
                 cursor.execute(statement, arguments)
-            row = cursor.fetchone()
-    except DatabaseError as exc:
-        _raise_lease_lost(exc, execution, worker)
-        raise
-    assert row is not None
-    execution.cancel_requested_at = row[0]
+                raw.execute("COMMIT")
+        else:  # nested in a caller's transaction (tests): it commits, not us
+            cursor.execute(statement, arguments)
+        return cursor.fetchone()
 
 
 def _step_statement(
