@@ -44,12 +44,18 @@ def insert(obj: Model, *, using: str = "default") -> Model:
     return obj
 
 
+def insert_ctes(parts: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
+    """INSERTs (from :func:`insert_parts`) as data-modifying CTEs ``i0 AS (...), i1 AS (...)``
+    for one larger statement, with their values in order. Foreign keys between rows written
+    together must be deferrable (Django creates them so): they are checked at commit."""
+    ctes = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(parts))
+    return ctes, [value for _, values in parts for value in values]
+
+
 def insert_together(*objs: Model, using: str = "default") -> None:
-    """INSERT several rows in one statement (data-modifying CTEs): one round trip. Foreign keys
-    between them must be deferrable (Django creates them so), as the rows are written together."""
-    parts = [insert_parts(obj, using=using) for obj in objs]
-    *first, (last_sql, _) = parts
-    ctes = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(first))
+    """INSERT several rows in one statement: one round trip."""
+    *first, (last_sql, last_values) = [insert_parts(obj, using=using) for obj in objs]
+    ctes, values = insert_ctes(first)
     statement = (f"WITH {ctes} " if ctes else "") + last_sql
     with connections[using].cursor() as cursor:
-        cursor.execute(statement, [value for _, values in parts for value in values])
+        cursor.execute(statement, [*values, *last_values])

@@ -48,13 +48,18 @@ def current_agency_id() -> uuid.UUID | None:
     return _current.get().agency_id
 
 
-def _apply(context: TenantContext, using: str, then: Sequence[str] = ()) -> None:
-    connection = connections[using]
-    arguments = [
+def _settings(context: TenantContext) -> list[str]:
+    """The values of ``_SET_CONFIG``'s three settings for ``context``."""
+    return [
         str(context.agency_id) if context.agency_id else "",
         "on" if context.all_agencies else "",
         str(context.user_id) if context.user_id is not None else "",
     ]
+
+
+def _apply(context: TenantContext, using: str, then: Sequence[str] = ()) -> None:
+    connection = connections[using]
+    arguments = _settings(context)
     with connection.cursor() as cursor:
         raw = connection.connection
         if raw.info.transaction_status == TransactionStatus.IDLE and not raw.autocommit:
@@ -144,7 +149,7 @@ def run_in_one_round_trip(
         raise RuntimeError("run_in_one_round_trip() needs the connection outside a transaction")
     connection.ensure_connection()
     raw = connection.connection
-    settings = [str(agency_id), "", ""]
+    settings = _settings(TenantContext(agency_id=agency_id))
     with connection.wrap_database_errors, raw.cursor() as control, raw.cursor() as cursor:
         try:
             with raw.pipeline():

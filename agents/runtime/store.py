@@ -400,14 +400,12 @@ def _step_statement(
     assignments = ", ".join(f"{column} = %s" for column in columns)
     # The step's rows ride along as data-modifying CTEs: one statement. When the UPDATE matches
     # nothing the statement raises (agentdesk_lease_lost), which aborts the whole transaction
-    # on the server; foreign keys between the rows are checked at commit (Django creates them
-    # deferred).
-    ctes = "".join(f"i{n} AS ({sql}), " for n, (sql, _) in enumerate(inserts))
-    params = [value for _, insert_values in inserts for value in insert_values]
+    # on the server.
+    ctes, params = fastdb.insert_ctes(inserts)
     # A claim (no worker) holds the row lock instead: its own UPDATE sets the lease.
     fence = " AND lease_owner = %s" if worker is not None else ""
     statement = (
-        f"WITH {ctes}"  # noqa: S608 - model-generated SQL, values are params
+        f"WITH {ctes + ', ' if ctes else ''}"  # noqa: S608 - model-generated SQL, values are params
         f"u AS (UPDATE agents_execution SET {assignments}, updated_at = now()"
         f" WHERE id = %s{fence} RETURNING cancel_requested_at)"
         " SELECT cancel_requested_at FROM u"
