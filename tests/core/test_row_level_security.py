@@ -132,3 +132,15 @@ def test_every_agency_owned_table_has_forced_rls_and_a_policy() -> None:
         or catalog[table][2] == 0
     }
     assert uncovered == {}
+
+
+def test_the_runtime_connection_prepares_repeated_statements() -> None:
+    """DATABASE_PREPARE_THRESHOLD (5): a statement run that often is prepared on the server."""
+    statement = "SELECT count(*) FROM core_agency WHERE id = %s"
+    with connection.cursor() as cursor:
+        for _ in range(6):
+            cursor.execute(statement, [uuid.uuid4()])
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+        (prepared,) = cursor.fetchone()
+    assert connection.connection.prepare_threshold == 5
+    assert prepared >= 1
