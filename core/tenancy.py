@@ -21,9 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from celery import Task
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from psycopg.pq import TransactionStatus
+from django.db.backends.base.base import BaseDatabaseWrapper
+from psycopg.pq import PipelineStatus, TransactionStatus
 
 
 @dataclass(frozen=True)
@@ -59,20 +61,9 @@ def _settings(context: TenantContext) -> list[str]:
 
 def _apply(context: TenantContext, using: str, then: Sequence[str] = ()) -> None:
     connection = connections[using]
-    arguments = _settings(context)
-    with connection.cursor() as cursor:
-        raw = connection.connection
-        if raw.info.transaction_status == TransactionStatus.IDLE and not raw.autocommit:
-            # First statement of the transaction: psycopg sends BEGIN first, and in pipeline
-            # mode both go out in one round trip instead of two.
-            with connection.wrap_database_errors, raw.pipeline():
-                cursor.execute(_SET_CONFIG, arguments)
-                for statement in then:
-                    cursor.execute(statement)
-        else:
-            cursor.execute(_SET_CONFIG, arguments)
-            for statement in then:
-                cursor.execute(statement)
+    connection.ensure_connection()
+    with _led_pipeline(connection, _settings(context), then):
+        pass
 
 
 _SET_CONFIG = (
@@ -83,6 +74,96 @@ _SET_CONFIG = (
 
 
 @contextmanager
+def _led_pipeline(
+    connection: BaseDatabaseWrapper, arguments: list[str], then: Sequence[str]
+) -> Iterator[psycopg.Connection[Any]]:
+    """A pipeline led by the tenant settings and ``then`` (and BEGIN, when the transaction has
+    not started): what the block queues goes out with them, one round trip, when it ends."""
+    raw = connection.connection
+    begin = (
+        raw.info.transaction_status == TransactionStatus.IDLE
+        and not raw.autocommit
+        and raw.pgconn.pipeline_status == PipelineStatus.OFF
+    )
+    if begin:
+        # psycopg would send its own BEGIN and, in pipeline mode, wait for its result: a round
+        # trip of its own. The connection is idle, so it may go to autocommit while we send
+        # BEGIN ourselves; COMMIT or ROLLBACK at the end of Django's atomic block act on the
+        # server's transaction either way, and Django sets autocommit back after them.
+        raw.autocommit = True
+    with connection.wrap_database_errors, raw.cursor() as cursor, raw.pipeline():
+        if begin:
+            cursor.execute("BEGIN")
+        cursor.execute(_SET_CONFIG, arguments)
+        for statement in then:
+            cursor.execute(statement)
+        yield raw
+
+
+class _SettingsWithFirstQuery:
+    """Django execute wrapper of a deferred block: BEGIN, the tenant settings and ``then`` reach
+    the server in the same round trip as the transaction's first query.
+
+    Until that query nothing has run, so nothing can have seen the wrong tenant; a query that
+    bypassed Django's cursor would run with no tenant and see no rows (fail closed).
+    """
+
+    def __init__(
+        self, connection: BaseDatabaseWrapper, arguments: list[str], then: Sequence[str]
+    ) -> None:
+        self.connection = connection
+        self.arguments = arguments
+        self.then = then
+        self.pending = True
+
+    def __call__(self, execute: Any, sql: Any, params: Any, many: bool, context: Any) -> Any:
+        if not self.pending:
+            return execute(sql, params, many, context)
+        self.pending = False
+        raw = self.connection.connection
+        if raw.pgconn.pipeline_status != PipelineStatus.OFF:
+            # Someone else's pipeline (prefer :func:`pipeline`, which this costs a round trip
+            # more, psycopg's BEGIN): queue the settings ahead of the query.
+            with raw.cursor() as cursor:
+                cursor.execute(_SET_CONFIG, self.arguments)
+                for statement in self.then:
+                    cursor.execute(statement)
+            return execute(sql, params, many, context)
+        if many or isinstance(context["cursor"].cursor, psycopg.ServerCursor):
+            # Neither goes in a pipeline: the settings take their own round trip first.
+            with _led_pipeline(self.connection, self.arguments, self.then):
+                pass
+            return execute(sql, params, many, context)
+        # The pipeline's end waits for all results: the caller finds its query's as usual.
+        with _led_pipeline(self.connection, self.arguments, self.then):
+            return execute(sql, params, many, context)
+
+
+@contextmanager
+def pipeline(using: str = DEFAULT_DB_ALIAS) -> Iterator[psycopg.Connection[Any]]:
+    """The raw connection in pipeline mode, for statements whose results are read after the
+    block; in a deferred block that has not queried yet, led by its BEGIN and settings."""
+    connection = connections[using]
+    connection.ensure_connection()
+    deferred = next(
+        (
+            wrapper
+            for wrapper in connection.execute_wrappers
+            if isinstance(wrapper, _SettingsWithFirstQuery) and wrapper.pending
+        ),
+        None,
+    )
+    if deferred is None:
+        raw = connection.connection
+        with connection.wrap_database_errors, raw.pipeline():
+            yield raw
+        return
+    deferred.pending = False
+    with _led_pipeline(connection, deferred.arguments, deferred.then) as raw:
+        yield raw
+
+
+@contextmanager
 def tenant_context(
     *,
     agency_id: uuid.UUID | str | None = None,
@@ -90,12 +171,15 @@ def tenant_context(
     user_id: int | None = None,
     using: str = DEFAULT_DB_ALIAS,
     then: Sequence[str] = (),
+    defer: bool = False,
 ) -> Iterator[TenantContext]:
     """Run the block in a transaction whose queries see one agency (or all, or none).
 
     Opens ``transaction.atomic`` (a savepoint when nested) and restores the outer context on exit,
     so nested blocks — a platform job acting for one agency, say — behave as expected. ``then``:
     constant statements to run right after the settings, in the same round trip (a savepoint).
+    ``defer`` (an outermost block only): send the settings and ``then`` with the block's first
+    query through Django's cursor, one round trip fewer (the runtime's step transactions).
     """
     context = TenantContext(
         agency_id=uuid.UUID(str(agency_id)) if agency_id else None,
@@ -107,8 +191,14 @@ def tenant_context(
     nested = connections[using].in_atomic_block
     try:
         with transaction.atomic(using=using):
-            _apply(context, using, then)
-            yield context
+            if defer and not nested:
+                connection = connections[using]
+                deferred = _SettingsWithFirstQuery(connection, _settings(context), then)
+                with connection.execute_wrapper(deferred):
+                    yield context
+            else:
+                _apply(context, using, then)
+                yield context
     finally:
         _current.reset(token)
         # Inside an outer transaction (this block was a savepoint) settings of a released
@@ -127,10 +217,14 @@ def tenant_context(
 
 @contextmanager
 def agency_context(
-    agency_id: uuid.UUID | str, *, using: str = DEFAULT_DB_ALIAS, then: Sequence[str] = ()
+    agency_id: uuid.UUID | str,
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+    then: Sequence[str] = (),
+    defer: bool = False,
 ) -> Iterator[None]:
     """Shorthand: the block sees exactly one agency's rows."""
-    with tenant_context(agency_id=agency_id, using=using, then=then):
+    with tenant_context(agency_id=agency_id, using=using, then=then, defer=defer):
         yield
 
 

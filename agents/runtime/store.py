@@ -343,7 +343,9 @@ def step_transaction(
     is created in the transaction's first round trip (a tool handler's writes roll back to it).
     """
     then = [f"SAVEPOINT {savepoint}"] if savepoint else []
-    with tenancy.agency_context(execution.agency_id, then=then):
+    # The settings and savepoint go with the first query: the tool handler's, or else the
+    # step's own statement (one round trip for the whole transaction).
+    with tenancy.agency_context(execution.agency_id, then=then, defer=True):
         tx = StepTransaction(execution, worker)
         yield tx
         tx.save()
@@ -377,8 +379,7 @@ def _execute_in_transaction(statement: str, arguments: list[Any]) -> tuple[Any, 
             # The statement and the COMMIT go out together: one round trip for the step.
             # Django's own commit at the end of the atomic block then finds nothing to do and
             # runs the on-commit hooks (broadcasts) as usual.
-            raw = connection.connection
-            with raw.pipeline():
+            with tenancy.pipeline() as raw:
                 cursor.execute(statement, arguments)
                 raw.execute("COMMIT")
         else:  # nested in a caller's transaction (tests): it commits, not us

@@ -1,0 +1,90 @@
+"""Deferred tenant settings: BEGIN, the settings and the block's ``then`` statements travel with
+the block's first query (the runtime's step transactions). Outermost blocks only, so these tests
+run on committed data (``live_db``), outside a test transaction."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.db import DatabaseError, connection
+from psycopg import pq
+
+from core import tenancy
+from core.models import Site
+from tests.factories import AgencyFactory, SiteFactory
+
+
+@contextmanager
+def _syncs() -> Iterator[list[int]]:
+    """Count round trips: the server's ReadyForQuery messages, in libpq's protocol trace."""
+    connection.ensure_connection()
+    pgconn = connection.connection.pgconn
+    counted: list[int] = []
+    with tempfile.TemporaryFile("w+") as trace:
+        pgconn.trace(trace.fileno())
+        pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            yield counted
+        finally:
+            pgconn.untrace()
+            trace.seek(0)
+            counted.append(
+                sum(1 for line in trace if line.split("\t")[::2][:2] == ["B", "ReadyForQuery"])
+            )
+
+
+def _sites_seen() -> list[str]:
+    return sorted(Site.objects.values_list("name", flat=True))
+
+
+@pytest.mark.parametrize("defer", [False, True])
+def test_deferred_settings_cost_no_round_trip_of_their_own(live_db: None, defer: bool) -> None:
+    a, b = AgencyFactory.create(), AgencyFactory.create()
+    SiteFactory.create(agency=a, name="a1")
+    SiteFactory.create(agency=b, name="b1")
+    with _syncs() as syncs, tenancy.agency_context(a.id, defer=defer):
+        assert _sites_seen() == ["a1"]
+    # Settings + query, then COMMIT: two round trips deferred, three otherwise.
+    assert syncs == [2 if defer else 3]
+
+
+def test_deferred_savepoint_is_there_for_the_block_to_roll_back_to(live_db: None) -> None:
+    a = AgencyFactory.create()
+    with tenancy.agency_context(a.id, then=["SAVEPOINT deferred_sp"], defer=True):
+        SiteFactory.create(agency=a, name="kept-out")  # the first query: settings, savepoint, it
+        with connection.cursor() as cursor:
+            cursor.execute("ROLLBACK TO SAVEPOINT deferred_sp")
+        SiteFactory.create(agency=a, name="kept")
+    with tenancy.agency_context(a.id):
+        assert _sites_seen() == ["kept"]
+
+
+def test_deferred_settings_before_a_server_side_cursor_and_with_no_query(live_db: None) -> None:
+    a, b = AgencyFactory.create(), AgencyFactory.create()
+    SiteFactory.create(agency=a, name="a1")
+    SiteFactory.create(agency=b, name="b1")
+    with tenancy.agency_context(b.id, defer=True):
+        # .iterator() opens a named (server-side) cursor, which cannot run in a pipeline.
+        assert [s.name for s in Site.objects.iterator(chunk_size=10)] == ["b1"]
+    with tenancy.agency_context(a.id, defer=True):
+        pass  # nothing was sent, nothing to commit
+    assert connection.connection.info.transaction_status == pq.TransactionStatus.IDLE
+    with tenancy.agency_context(a.id, defer=True):
+        assert _sites_seen() == ["a1"]
+
+
+def test_deferred_settings_fail_closed_and_end_with_their_block(live_db: None) -> None:
+    a = AgencyFactory.create()
+    SiteFactory.create(agency=a, name="a1")
+    with (
+        pytest.raises(DatabaseError),
+        tenancy.agency_context(a.id, defer=True),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SELECT 1/0")  # the first query fails: the block's transaction ends
+    assert connection.connection.info.transaction_status == pq.TransactionStatus.IDLE
+    with tenancy.tenant_context():
+        assert _sites_seen() == []  # the failed block's tenant did not outlive it
