@@ -2,8 +2,10 @@
 
 The runtime's hot path must not wait for Redis (``async_to_sync(group_send)`` costs ~2 ms per
 event), so messages go onto an in-process queue and one background thread per process publishes
-them, a batch at a time. Delivery is best effort: a client that reconnects asks for what it
-missed by sequence number, which the database has.
+them, a batch at a time: what arrives within ``AGENTDESK_BROADCAST_BATCH_MS`` of a batch's first
+message goes with it (one Redis round trip, and one wake-up of the thread, instead of one per
+message). Delivery is best effort: a client that reconnects asks for what it missed by sequence
+number, which the database has.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 import redis
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
@@ -63,11 +67,9 @@ class _Publisher:
     def _run(self) -> None:
         layer = get_channel_layer()
         send = _pipelined_sender(layer) or _async_sender(layer)
+        window = settings.AGENTDESK_BROADCAST_BATCH_MS / 1000
         while True:
-            # Block on the queue, then send everything queued so far in one go.
-            batch = [self._queue.get()]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            batch = self._next_batch(window)
             messages = [item for item in batch if not isinstance(item, threading.Event)]
             if messages and layer is not None:
                 try:
@@ -77,6 +79,23 @@ class _Publisher:
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
+
+    def _next_batch(self, window: float) -> list[Any]:
+        """Block for a first item, then take what arrives within ``window`` after it; a flush
+        request ends the wait at once."""
+        batch = [self._queue.get()]
+        deadline = time.monotonic() + window
+        while not isinstance(batch[-1], threading.Event):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                batch.append(self._queue.get(timeout=remaining))
+            except queue.Empty:
+                break
+        while not self._queue.empty():
+            batch.append(self._queue.get_nowait())
+        return batch
 
 
 Batch = list[tuple[list[str], dict[str, Any]]]

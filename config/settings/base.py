@@ -207,6 +207,10 @@ AGENTDESK_MAX_DELIVERIES = env.int("AGENTDESK_MAX_DELIVERIES", default=5)
 # Durability tests only: SIGKILL the worker at a named point (agents/runtime/faults.py).
 AGENTDESK_CRASH_AT = env.str("AGENTDESK_CRASH_AT", default="")
 
+# Live updates a process publishes within this many milliseconds of each other go to Redis as one
+# batch (one round trip, one wake-up of the publishing thread); 0 sends each as soon as it can.
+AGENTDESK_BROADCAST_BATCH_MS = env.float("AGENTDESK_BROADCAST_BATCH_MS", default=20.0)
+
 # --- Channels -----------------------------------------------------------------------------------
 CHANNEL_LAYERS = {
     "default": {

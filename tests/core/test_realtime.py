@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -54,3 +56,28 @@ def test_broadcast_is_sent_after_commit_and_dropped_on_rollback(
     first, second = asyncio.run(scenario())
     assert first == {"type": "x", "n": 2}
     assert second is None
+
+
+def test_messages_within_the_batch_window_are_sent_together_and_a_flush_ends_the_wait() -> None:
+    publisher = realtime._Publisher()
+
+    def put_later(*items: Any) -> None:
+        for item in items:
+            time.sleep(0.02)
+            publisher._queue.put(item)
+
+    publisher._queue.put("first")
+    threading.Thread(target=put_later, args=("second", "third")).start()
+    assert publisher._next_batch(0.2) == ["first", "second", "third"]
+
+    done = threading.Event()
+    publisher._queue.put("first")
+    threading.Thread(target=put_later, args=(done,)).start()
+    started = time.monotonic()
+    assert publisher._next_batch(5.0) == ["first", done]
+    assert time.monotonic() - started < 2.0  # the flush request did not wait out the window
+
+    publisher._queue.put("alone")
+    threading.Thread(target=put_later, args=("later",)).start()
+    assert publisher._next_batch(0.0) == ["alone"]  # no window: what is queued, at once
+    assert publisher._next_batch(0.0) == ["later"]
