@@ -12,7 +12,11 @@ from functools import cache
 from typing import Any
 
 from django.db import connections
-from django.db.models import Field, Model
+from django.db.models import DateTimeField, Field, Model
+from django.utils import timezone
+
+# An INSERT's SQL and its values, ready to run alone or inside a larger statement.
+Parts = tuple[str, list[Any]]
 
 
 @cache
@@ -24,7 +28,46 @@ def _insert_sql(model: type[Model]) -> tuple[str, tuple[Field[Any, Any], ...]]:
     return f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", fields  # noqa: S608
 
 
-def insert_parts(obj: Model, *, using: str = "default") -> tuple[str, list[Any]]:
+@cache
+def _row_plan(model: type[Model]) -> tuple[str, tuple[Field[Any, Any], ...], frozenset[str]]:
+    sql, fields = _insert_sql(model)
+    return sql, fields, frozenset(f.attname for f in fields)
+
+
+def _sets_now(field: Field[Any, Any]) -> bool:
+    return isinstance(field, DateTimeField) and bool(field.auto_now or field.auto_now_add)
+
+
+def row(model: type[Model], values: dict[str, Any], *, using: str = "default") -> Parts:
+    """The INSERT of a new ``model`` row given by field values (attnames, e.g. ``agency_id``),
+    without building a model instance (the runtime writes two rows per ReAct step): missing
+    fields take their defaults, ``auto_now``/``auto_now_add`` ones the current time, and every
+    value goes through its field's ``get_db_prep_save`` — the row ``save()`` would write."""
+    sql, fields, names = _row_plan(model)
+    if unknown := values.keys() - names:
+        raise TypeError(f"{model.__name__} has no field(s) {sorted(unknown)}")
+    connection = connections[using]
+    now = timezone.now()
+    prepared = []
+    for field in fields:
+        if _sets_now(field):
+            value: Any = now
+        elif field.attname in values:
+            value = values[field.attname]
+        else:
+            value = field.get_default()
+        prepared.append(field.get_db_prep_save(value, connection))
+    return sql, prepared
+
+
+def execute(parts: Parts, *, using: str = "default") -> None:
+    """Run an INSERT from :func:`row` or :func:`insert_parts` in the caller's transaction."""
+    sql, values = parts
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, values)
+
+
+def insert_parts(obj: Model, *, using: str = "default") -> Parts:
     """The INSERT of ``obj`` as SQL and values, to run later or inside a larger statement (a
     data-modifying CTE), with the ORM's conversions applied now."""
     sql, fields = _insert_sql(type(obj))
@@ -38,13 +81,11 @@ def insert_parts(obj: Model, *, using: str = "default") -> tuple[str, list[Any]]
 def insert(obj: Model, *, using: str = "default") -> Model:
     """INSERT ``obj`` (its primary key must be set, e.g. a UUID default) in the caller's
     transaction. No signals are sent: the runtime's models have none."""
-    sql, values = insert_parts(obj, using=using)
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, values)
+    execute(insert_parts(obj, using=using), using=using)
     return obj
 
 
-def insert_ctes(parts: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
+def insert_ctes(parts: list[Parts]) -> Parts:
     """INSERTs (from :func:`insert_parts`) as data-modifying CTEs ``i0 AS (...), i1 AS (...)``
     for one larger statement, with their values in order. Foreign keys between rows written
     together must be deferrable (Django creates them so): they are checked at commit."""

@@ -76,7 +76,7 @@ class CallRequest:
     may_have_run: bool = True
     # Where the ToolCall row goes: inserted now, or handed to the caller to write together with
     # its own rows (the runtime's one-statement step commit).
-    insert: Callable[[ToolCall], None] | None = None
+    insert: Callable[[fastdb.Parts], None] | None = None
     # A savepoint the caller created just before (in its transaction's first round trip): a
     # failing handler's writes roll back to it. Without one, the handler gets its own.
     savepoint: str | None = None
@@ -314,17 +314,20 @@ def _record(
         return
     # The unique idempotency key makes a concurrent second run of the same call fail here,
     # rolling back its handler's writes with it.
-    (request.insert or fastdb.insert)(
-        ToolCall(
-            agency_id=request.agency_id,
-            agent_id=request.agent_id,
-            tool_id=policy.get("tool_id") if policy else None,
-            tool_name=request.call.name,
-            execution_id=request.execution_id,
-            tool_call_id=request.call.id,
-            idempotency_key=key,
-            # Exact to the microsecond (duration_ms is whole milliseconds).
-            started_at=now - datetime.timedelta(seconds=seconds),
-            **fields,
+    (request.insert or fastdb.execute)(
+        fastdb.row(
+            ToolCall,
+            {
+                "agency_id": request.agency_id,
+                "agent_id": request.agent_id,
+                "tool_id": policy.get("tool_id") if policy else None,
+                "tool_name": request.call.name,
+                "execution_id": request.execution_id,
+                "tool_call_id": request.call.id,
+                "idempotency_key": key,
+                # Exact to the microsecond (duration_ms is whole milliseconds).
+                "started_at": now - datetime.timedelta(seconds=seconds),
+                **fields,
+            },
         )
     )

@@ -290,7 +290,7 @@ class _Run:
                     }
                     park_until = None
                 else:
-                    request = self._request(call, resumed, insert=tx.defer_insert)
+                    request = self._request(call, resumed, insert=tx.defer_row)
                     outcome = execute_tool_call(request, step_id=step_id)
                     if outcome.approval is not None:
                         tx.park(

@@ -208,11 +208,15 @@ class StepTransaction:
         self.finished = False
         self.parked = False
         # Rows written with the execution's fenced UPDATE, in one statement (_step_statement).
-        self.inserts: list[tuple[str, list[Any]]] = []
+        self.inserts: list[fastdb.Parts] = []
 
     def defer_insert(self, obj: Model) -> None:
         """Insert ``obj`` together with this step's execution UPDATE (one round trip)."""
         self.inserts.append(fastdb.insert_parts(obj))
+
+    def defer_row(self, parts: fastdb.Parts) -> None:
+        """Like :meth:`defer_insert`, for a row built with :func:`core.fastdb.row`."""
+        self.inserts.append(parts)
 
     def save(self) -> None:
         """Write the collected rows and the execution's changed columns in one statement: the
@@ -240,23 +244,21 @@ class StepTransaction:
         for callback in self.after_commit or ():
             callback()
 
-    def add_step(
-        self, step_type: str, *, step_id: uuid.UUID | None = None, **fields: Any
-    ) -> ExecutionStep:
+    def add_step(self, step_type: str, *, step_id: uuid.UUID | None = None, **fields: Any) -> None:
+        """The next step's row (``fields``: ExecutionStep fields), written by :meth:`save`."""
         execution = self.execution
         execution.current_step += 1
         execution.sequence += 1
-        step = ExecutionStep(
-            id=step_id or uuid.uuid4(),
-            agency_id=execution.agency_id,
-            execution_id=execution.id,
-            step_number=execution.current_step,
-            step_type=step_type,
+        values = {
+            "id": step_id or uuid.uuid4(),
+            "agency_id": execution.agency_id,
+            "execution_id": execution.id,
+            "step_number": execution.current_step,
+            "step_type": step_type,
             **fields,
-        )
-        self.defer_insert(step)
-        _broadcast(execution, "step", _step_summary(step), self.after_commit)
-        return step
+        }
+        self.defer_row(fastdb.row(ExecutionStep, values))
+        _broadcast(execution, "step", _step_summary(values), self.after_commit)
 
     def count_llm_call(self, usage: Usage, cost: Decimal) -> None:
         execution = self.execution
@@ -320,16 +322,16 @@ class StepTransaction:
         self.finished = True
 
 
-def _step_summary(step: ExecutionStep) -> dict[str, Any]:
-    text = step.output_text or step.reasoning or step.input_text
+def _step_summary(step: dict[str, Any]) -> dict[str, Any]:
+    text = step.get("output_text") or step.get("reasoning") or step.get("input_text") or ""
     return {
-        "step_number": step.step_number,
-        "step_type": step.step_type,
+        "step_number": step["step_number"],
+        "step_type": step["step_type"],
         "text": text[:500],
-        "tool_name": step.tool_name,
-        "tool_call_id": step.tool_call_id,
-        "tokens": step.tokens_input + step.tokens_output,
-        "duration_ms": step.duration_ms,
+        "tool_name": step.get("tool_name", ""),
+        "tool_call_id": step.get("tool_call_id", ""),
+        "tokens": step.get("tokens_input", 0) + step.get("tokens_output", 0),
+        "duration_ms": step.get("duration_ms"),
     }
 
 
@@ -391,8 +393,8 @@ def _step_statement(
     execution: Execution,
     worker: str | None,
     columns: list[str],
-    inserts: list[tuple[str, list[Any]]],
-) -> tuple[str, list[Any]]:
+    inserts: list[fastdb.Parts],
+) -> fastdb.Parts:
     values: list[Any] = []
     for column in columns:
         assert column in _UPDATABLE, column
