@@ -183,3 +183,27 @@ def test_a_step_updates_the_execution_row_without_touching_its_indexes() -> None
         options = cursor.fetchone()[0]
     assert not indexed & step_columns
     assert "fillfactor=80" in options
+
+
+
+def test_the_config_snapshot_is_stored_out_of_the_row_a_step_rewrites() -> None:
+    """A step's UPDATE writes a new version of the execution row; the snapshot (prompt, tool
+    schemas) lives out of line so that only a pointer to it is copied (migration agents 0006)."""
+    from tests.agents.factories import ExecutionFactory
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, attstorage FROM pg_attribute WHERE attrelid ="
+            " 'agents_execution'::regclass AND attname IN ('config_snapshot', 'input', 'status')"
+        )
+        storage = dict(cursor.fetchall())
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'agents_execution'::regclass")
+        options = cursor.fetchone()[0]
+    assert storage == {"config_snapshot": "e", "input": "e", "status": "x"}  # e: out of line
+    assert "toast_tuple_target=128" in options
+
+    snapshot = {"system_prompt": "You are careful. " * 60, "tools": [{"n": i} for i in range(40)]}
+    execution = ExecutionFactory.create(config_snapshot=snapshot)
+    with tenancy.agency_context(execution.agency_id):
+        Execution.objects.filter(pk=execution.pk).update(current_step=5, lease_owner="w")
+        assert Execution.objects.get(pk=execution.pk).config_snapshot == snapshot
