@@ -234,6 +234,7 @@ def run_in_one_round_trip(
     """One whole transaction for one agency whose single statement is known in advance (the
     runtime's write of a model reply): BEGIN, the tenant settings, the statement and COMMIT go
     out in pipeline mode and come back in one round trip. Returns the statement's first row.
+    The statement's placeholders are PostgreSQL's own (``$1``, ...: a ``psycopg.RawCursor``).
 
     If the statement fails the transaction is rolled back and the error raised. Precondition:
     outside any transaction (the connection is in autocommit mode).
@@ -244,7 +245,11 @@ def run_in_one_round_trip(
     connection.ensure_connection()
     raw = connection.connection
     settings = _settings(TenantContext(agency_id=agency_id))
-    with connection.wrap_database_errors, raw.cursor() as control, raw.cursor() as cursor:
+    with (
+        connection.wrap_database_errors,
+        raw.cursor() as control,
+        psycopg.RawCursor(raw) as cursor,
+    ):
         try:
             with raw.pipeline():
                 control.execute("BEGIN")

@@ -14,8 +14,11 @@ docs/decisions/0003-runtime-write-path.md.
 from __future__ import annotations
 
 import datetime
+import functools
+import itertools
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Model
@@ -376,11 +380,13 @@ def direct_step(execution: Execution, worker: str) -> Iterator[StepTransaction]:
 
 
 def _execute_in_transaction(statement: str, arguments: list[Any]) -> tuple[Any, ...] | None:
-    with connection.cursor() as cursor, connection.wrap_database_errors:
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
         if _outermost_transaction():
-            # The statement and the COMMIT go out together: one round trip for the step.
-            # Django's own commit at the end of the atomic block then finds nothing to do and
-            # runs the on-commit hooks (broadcasts) as usual.
+            # The statement and the COMMIT go out together: one round trip for the step (with
+            # the tenant settings too when nothing queried before). Django's own commit at the
+            # end of the atomic block then finds nothing to do and runs the on-commit hooks
+            # (broadcasts) as usual.
             with tenancy.pipeline() as raw:
                 cursor.execute(statement, arguments)
                 raw.execute("COMMIT")
@@ -395,27 +401,39 @@ def _step_statement(
     columns: list[str],
     inserts: list[fastdb.Parts],
 ) -> fastdb.Parts:
+    """The step's one statement, with PostgreSQL's own ``$n`` placeholders (run on a
+    ``psycopg.RawCursor``): its text is built once per shape, and psycopg has no query to
+    rewrite per call (it caches that only up to 50 parameters; a tool step has more)."""
     values: list[Any] = []
     for column in columns:
         assert column in _UPDATABLE, column
         value = getattr(execution, column)
         values.append(Jsonb(value) if column in _JSON_COLUMNS and value is not None else value)
+    statement = _statement_text(
+        tuple(columns), tuple(sql for sql, _ in inserts), fenced=worker is not None
+    )
+    arguments = [value for _, row in inserts for value in row]
+    arguments += [*values, execution.id, *([worker] if worker is not None else []), execution.id]
+    return statement, arguments
+
+
+@functools.cache
+def _statement_text(columns: tuple[str, ...], inserts: tuple[str, ...], *, fenced: bool) -> str:
     assignments = ", ".join(f"{column} = %s" for column in columns)
     # The step's rows ride along as data-modifying CTEs: one statement. When the UPDATE matches
     # nothing the statement raises (agentdesk_lease_lost), which aborts the whole transaction
-    # on the server.
-    ctes, params = fastdb.insert_ctes(inserts)
-    # A claim (no worker) holds the row lock instead: its own UPDATE sets the lease.
-    fence = " AND lease_owner = %s" if worker is not None else ""
-    statement = (
+    # on the server. A claim (not fenced) holds the row lock instead: its UPDATE sets the lease.
+    ctes, _ = fastdb.insert_ctes([(sql, []) for sql in inserts])
+    text = (
         f"WITH {ctes + ', ' if ctes else ''}"  # noqa: S608 - model-generated SQL, values are params
         f"u AS (UPDATE agents_execution SET {assignments}, updated_at = now()"
-        f" WHERE id = %s{fence} RETURNING cancel_requested_at)"
+        f" WHERE id = %s{' AND lease_owner = %s' if fenced else ''}"
+        " RETURNING cancel_requested_at)"
         " SELECT cancel_requested_at FROM u"
         " UNION ALL SELECT agentdesk_lease_lost(%s) WHERE NOT EXISTS (SELECT FROM u)"
     )  # column and table names are constants of this module and the models, never input
-    arguments = [*params, *values, execution.id, *([worker] if fence else []), execution.id]
-    return statement, arguments
+    numbers = itertools.count(1)
+    return re.sub("%s", lambda _: f"${next(numbers)}", text)
 
 
 def _outermost_transaction() -> bool:
