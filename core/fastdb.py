@@ -8,12 +8,17 @@ only the values are prepared per row — with the same field conversions (``pre_
 
 from __future__ import annotations
 
+import itertools
+import re
 from functools import cache
 from typing import Any
 
+import psycopg
 from django.db import connections
 from django.db.models import DateTimeField, Field, Model
 from django.utils import timezone
+
+from core import tenancy
 
 # An INSERT's SQL and its values, ready to run alone or inside a larger statement.
 Parts = tuple[str, list[Any]]
@@ -95,8 +100,35 @@ def insert_ctes(parts: list[Parts]) -> Parts:
 
 def insert_together(*objs: Model, using: str = "default") -> None:
     """INSERT several rows in one statement: one round trip."""
-    *first, (last_sql, last_values) = [insert_parts(obj, using=using) for obj in objs]
-    ctes, values = insert_ctes(first)
-    statement = (f"WITH {ctes} " if ctes else "") + last_sql
-    with connections[using].cursor() as cursor:
-        cursor.execute(statement, [*values, *last_values])
+    parts = [insert_parts(obj, using=using) for obj in objs]
+    statement = _together_text(tuple(sql for sql, _ in parts))
+    execute_raw(statement, [value for _, values in parts for value in values], using=using)
+
+
+@cache
+def _together_text(inserts: tuple[str, ...]) -> str:
+    *first, last = inserts
+    ctes, _ = insert_ctes([(sql, []) for sql in first])
+    return numbered((f"WITH {ctes} " if ctes else "") + last)
+
+
+def numbered(statement: str) -> str:
+    """``%s`` placeholders as PostgreSQL's own ``$1, $2, ...``, for :func:`execute_raw`: its
+    text is then final, where psycopg would rewrite a ``%s`` query on every call (it caches
+    that only up to 50 parameters; the runtime's multi-row statements have more)."""
+    numbers = itertools.count(1)
+    return _PLACEHOLDER.sub(lambda _: f"${next(numbers)}", statement)
+
+
+_PLACEHOLDER = re.compile("%s")
+
+
+def execute_raw(statement: str, values: list[Any], *, using: str = "default") -> Any:
+    """Run a :func:`numbered` statement in the caller's transaction (led by a deferred tenant
+    block's settings if they are still to be sent); returns its first row, if any."""
+    connection = connections[using]
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
+        with tenancy.pipeline(using):
+            cursor.execute(statement, values)
+        return cursor.fetchone() if cursor.description else None

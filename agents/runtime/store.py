@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import datetime
 import functools
-import itertools
 import json
 import logging
-import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -432,8 +430,7 @@ def _statement_text(columns: tuple[str, ...], inserts: tuple[str, ...], *, fence
         " SELECT cancel_requested_at FROM u"
         " UNION ALL SELECT agentdesk_lease_lost(%s) WHERE NOT EXISTS (SELECT FROM u)"
     )  # column and table names are constants of this module and the models, never input
-    numbers = itertools.count(1)
-    return re.sub("%s", lambda _: f"${next(numbers)}", text)
+    return fastdb.numbered(text)
 
 
 def _outermost_transaction() -> bool:
