@@ -31,13 +31,15 @@ from crm.models import Contact
 TERMINAL = ("completed", "failed", "cancelled", "timed_out")
 
 
-def _sample_memory(pid: int, stop: threading.Event, peak: list[int]) -> None:
-    process = psutil.Process(pid)
+def _sample_memory(pids: list[int], stop: threading.Event, peak: list[int]) -> None:
+    """``peak``: [largest process, all worker processes together] (RSS bytes)."""
+    processes = [psutil.Process(pid) for pid in pids]
     while not stop.wait(0.05):
         try:
-            peak[0] = max(peak[0], process.memory_info().rss)
+            sizes = [process.memory_info().rss for process in processes]
         except psutil.NoSuchProcess:
             return
+        peak[0], peak[1] = max(peak[0], *sizes), max(peak[1], sum(sizes))
 
 
 def _launch(agent: Any, runs: int, *, at_once: bool = False) -> list[Any]:
@@ -89,10 +91,9 @@ def main() -> None:
             _wait(agent, _launch(agent, 10))
             server.reset_max_in_flight()
             idle_rss = max(psutil.Process(pid).memory_info().rss for pid in pids)
-            peak = [idle_rss]
+            peak = [idle_rss, 0]
             stop = threading.Event()
-            for pid in pids:
-                threading.Thread(target=_sample_memory, args=(pid, stop, peak), daemon=True).start()
+            threading.Thread(target=_sample_memory, args=(pids, stop, peak), daemon=True).start()
             batches: list[float] = []
             completed = 0
             # Several batches, the machine's noise being what it is; the median is the figure.
@@ -138,6 +139,7 @@ def main() -> None:
         "max_model_calls_in_flight": max_in_flight,
         "worker_rss_idle_mb": round(idle_rss / 2**20, 1),  # the largest process
         "worker_rss_peak_mb": round(peak[0] / 2**20, 1),
+        "workers_rss_peak_total_mb": round(peak[1] / 2**20, 1),  # all worker processes
     }
     print(facts.describe())
     print(json.dumps(report, indent=2))
