@@ -5,7 +5,8 @@ model (OpenAI wire format), same tool (``crm_get_contact`` on the same data), sa
 Per ReAct iteration (model reply + tool result), each side reports: overhead (wall time minus
 the model call and minus the tool's own work), writing commits, and WAL bytes written early
 vs late in a long run (flat or growing with history). Both run in this process so that neither
-gets a worker's or a broker's cost the other does not.
+gets a worker's or a broker's cost the other does not; the fake model runs in a process of its
+own (as in the other benchmarks: its CPU is neither side's).
 
     .venv/bin/python -m bench.peer_langgraph [--iterations 60]
 """
@@ -18,8 +19,7 @@ import time
 import uuid
 from typing import Any
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
+from agents.llm.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
 from agents.models import Execution, ExecutionStatus
 from agents.runtime import store
 from agents.runtime.loop import run_execution
@@ -32,14 +32,19 @@ from tools.registry import get_handler
 EMAIL = "ada@x.io"
 
 
-def _setup_agent(server: FakeProviderServer, iterations: int) -> Any:
-    agent = common.make_agent(server)
+def _iterations_of_the_model(request: RecordedRequest) -> Step:
+    """The fake model's script: the tool call until the run has as many iterations as its model
+    name says (``peer-<id>-<iterations>``), then the final answer. Stateless, so that it can
+    serve from its own process."""
+    if request.assistant_turns < int(request.model.rsplit("-", 1)[1]):
+        return tool_call_reply("crm_get_contact", {"email": EMAIL})
+    return text_reply("Done.")
+
+
+def _setup_agent(server: Any, iterations: int) -> Any:
+    agent = common.make_agent(server, llm_model=f"peer-{uuid.uuid4().hex[:8]}-{iterations}")
     with tenancy.agency_context(agent.agency_id):
         Contact.objects.create(agency_id=agent.agency_id, first_name="Ada", email=EMAIL)
-    call = tool_call_reply("crm_get_contact", {"email": EMAIL})
-    server.set_responder(
-        by_turn(*([call] * iterations), then=text_reply("Done.")), key=agent.llm_model
-    )
     return agent
 
 
@@ -50,7 +55,7 @@ def wal_position() -> int:
 # --- AgentDesk ---------------------------------------------------------------------------------
 
 
-def run_agentdesk(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
+def run_agentdesk(server: Any, iterations: int) -> dict[str, Any]:
     agent = _setup_agent(server, iterations)
     with tenancy.agency_context(agent.agency_id):
         execution = Execution.objects.create(
@@ -97,9 +102,7 @@ def run_agentdesk(server: FakeProviderServer, iterations: int) -> dict[str, Any]
 # --- LangGraph -----------------------------------------------------------------------------------
 
 
-def run_langgraph(
-    server: FakeProviderServer, iterations: int, *, sample_wal: bool = False
-) -> dict[str, Any]:
+def run_langgraph(server: Any, iterations: int, *, sample_wal: bool = False) -> dict[str, Any]:
     from langchain_core.callbacks import BaseCallbackHandler  # noqa: PLC0415
     from langchain_core.tools import tool  # noqa: PLC0415
     from langchain_openai import ChatOpenAI  # noqa: PLC0415
@@ -203,7 +206,7 @@ def main() -> None:
     common.create_database()
     try:
         facts = common.machine_facts()
-        with FakeProviderServer() as server:
+        with common.FakeServerProcess(_iterations_of_the_model) as server:
             run_agentdesk(server, 3)  # warm-up both sides
             run_langgraph(server, 3)
             ours = [run_agentdesk(server, args.iterations) for _ in range(3)]
