@@ -232,12 +232,14 @@ def run_in_one_round_trip(
     agency_id: uuid.UUID, statement: str, arguments: list[Any], *, using: str = DEFAULT_DB_ALIAS
 ) -> tuple[Any, ...] | None:
     """One whole transaction for one agency whose single statement is known in advance (the
-    runtime's write of a model reply): BEGIN, the tenant settings, the statement and COMMIT go
-    out in pipeline mode and come back in one round trip. Returns the statement's first row.
-    The statement's placeholders are PostgreSQL's own (``$1``, ...: a ``psycopg.RawCursor``).
+    runtime's write of a model reply): the tenant settings and the statement go out in pipeline
+    mode and come back in one round trip. Returns the statement's first row. The statement's
+    placeholders are PostgreSQL's own (``$1``, ...: a ``psycopg.RawCursor``).
 
-    If the statement fails the transaction is rolled back and the error raised. Precondition:
-    outside any transaction (the connection is in autocommit mode).
+    No BEGIN or COMMIT: on a connection in autocommit mode PostgreSQL runs the statements of a
+    pipeline up to its Sync as one implicit transaction, committed at the Sync (and the local
+    settings end with it). If the statement fails nothing is committed and the error is raised.
+    Precondition: outside any transaction.
     """
     connection = connections[using]
     if connection.in_atomic_block:
@@ -252,18 +254,16 @@ def run_in_one_round_trip(
     ):
         try:
             with raw.pipeline():
-                control.execute("BEGIN")
                 control.execute(_SET_CONFIG, settings)
                 cursor.execute(statement, arguments)
-                control.execute("COMMIT")
         except Exception:
             if raw.broken:
                 # The server went away: give the connection back (the pool discards a broken
                 # one) so that the next caller gets a working one.
                 connection.close()
             elif raw.info.transaction_status != TransactionStatus.IDLE:
-                # The failed statement left the explicit transaction aborted: end it, so that
-                # the connection goes back to the pool clean.
+                # Not expected (the implicit transaction ends at the Sync), but never hand
+                # the pool a connection in a transaction.
                 raw.execute("ROLLBACK")
             raise
         return cursor.fetchone()

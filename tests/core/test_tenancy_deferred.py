@@ -4,10 +4,6 @@ run on committed data (``live_db``), outside a test transaction."""
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
 from django.db import DatabaseError, connection
 from psycopg import pq
@@ -15,25 +11,7 @@ from psycopg import pq
 from core import tenancy
 from core.models import Site
 from tests.factories import AgencyFactory, SiteFactory
-
-
-@contextmanager
-def _syncs() -> Iterator[list[int]]:
-    """Count round trips: the server's ReadyForQuery messages, in libpq's protocol trace."""
-    connection.ensure_connection()
-    pgconn = connection.connection.pgconn
-    counted: list[int] = []
-    with tempfile.TemporaryFile("w+") as trace:
-        pgconn.trace(trace.fileno())
-        pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
-        try:
-            yield counted
-        finally:
-            pgconn.untrace()
-            trace.seek(0)
-            counted.append(
-                sum(1 for line in trace if line.split("\t")[::2][:2] == ["B", "ReadyForQuery"])
-            )
+from tests.protocol import round_trips
 
 
 def _sites_seen() -> list[str]:
@@ -45,7 +23,7 @@ def test_deferred_settings_cost_no_round_trip_of_their_own(live_db: None, defer:
     a, b = AgencyFactory.create(), AgencyFactory.create()
     SiteFactory.create(agency=a, name="a1")
     SiteFactory.create(agency=b, name="b1")
-    with _syncs() as syncs, tenancy.agency_context(a.id, defer=defer):
+    with round_trips() as syncs, tenancy.agency_context(a.id, defer=defer):
         assert _sites_seen() == ["a1"]
     # Settings + query, then COMMIT: two round trips deferred, three otherwise.
     assert syncs == [2 if defer else 3]

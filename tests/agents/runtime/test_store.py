@@ -13,6 +13,7 @@ from agents.models import Execution, ExecutionStatus, StepType
 from agents.runtime import store
 from core import tenancy
 from tests.agents.factories import AgentFactory
+from tests.protocol import round_trips
 
 
 def _running_execution(owner: str) -> Execution:
@@ -108,3 +109,16 @@ def test_a_reply_write_on_a_dead_connection_fails_and_the_next_one_gets_a_fresh_
     assert _step_numbers(execution) == []
     _write_step(execution, "worker-a", direct=True)  # a fresh connection from the pool
     assert len(_step_numbers(execution)) == 1
+
+
+def test_a_model_reply_is_one_round_trip_and_a_step_without_queries_too(live_db: None) -> None:
+    execution = _running_execution("worker-a")
+    with round_trips() as direct:
+        _write_step(execution, "worker-a", direct=True)
+    # The tenant settings and the step statement in one pipeline, committed at its Sync.
+    assert direct == [1]
+    with round_trips() as deferred:
+        _write_step(execution, "worker-a")
+    # BEGIN, the settings, the statement and COMMIT: the step transaction had no other query.
+    assert deferred == [1]
+    assert _step_numbers(execution) == [1, 2]
