@@ -185,7 +185,6 @@ def test_a_step_updates_the_execution_row_without_touching_its_indexes() -> None
     assert "fillfactor=80" in options
 
 
-
 def test_the_config_snapshot_is_stored_out_of_the_row_a_step_rewrites() -> None:
     """A step's UPDATE writes a new version of the execution row; the snapshot (prompt, tool
     schemas) lives out of line so that only a pointer to it is copied (migration agents 0006)."""
