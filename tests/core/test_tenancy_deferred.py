@@ -66,3 +66,29 @@ def test_deferred_settings_fail_closed_and_end_with_their_block(live_db: None) -
     assert connection.connection.info.transaction_status == pq.TransactionStatus.IDLE
     with tenancy.tenant_context():
         assert _sites_seen() == []  # the failed block's tenant did not outlive it
+
+
+@pytest.mark.parametrize("defer", [False, True])
+def test_a_block_leaves_the_connection_as_django_expects_it(live_db: None, defer: bool) -> None:
+    """BEGIN goes out with the settings on a connection switched to autocommit for the moment;
+    after the block, committed or failed, psycopg and Django agree again: idle, autocommit."""
+    a = AgencyFactory.create()
+    with tenancy.agency_context(a.id, defer=defer):
+        SiteFactory.create(agency=a, name="a1")
+        with tenancy.agency_context(a.id):  # a nested block is a savepoint of the same transaction
+            SiteFactory.create(agency=a, name="a2")
+
+    def fails_after_a_write() -> None:
+        with tenancy.agency_context(a.id, defer=defer):
+            SiteFactory.create(agency=a, name="a3")
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1/0")
+
+    with pytest.raises(DatabaseError):
+        fails_after_a_write()
+    raw = connection.connection
+    assert raw.info.transaction_status == pq.TransactionStatus.IDLE
+    assert raw.autocommit
+    assert connection.get_autocommit()
+    with tenancy.agency_context(a.id):
+        assert _sites_seen() == ["a1", "a2"]  # the failed block's row was rolled back
