@@ -286,5 +286,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        # The HTTP clients under the LLM SDKs log every request at INFO; each model call is
+        # recorded as a step with its latency and outcome already, and failures still log.
+        **{
+            name: {"level": env.str("LOG_LEVEL_HTTP", default="WARNING")}
+            for name in ("httpx", "httpx2", "httpcore", "httpcore2")
+        },
+    },
 }
