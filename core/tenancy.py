@@ -94,10 +94,14 @@ def _led_pipeline(
     with connection.wrap_database_errors, raw.cursor() as cursor, raw.pipeline():
         if begin:
             cursor.execute("BEGIN")
-        cursor.execute(_SET_CONFIG, arguments)
-        for statement in then:
-            cursor.execute(statement)
+        _queue_settings(cursor, arguments, then)
         yield raw
+
+
+def _queue_settings(cursor: psycopg.Cursor[Any], arguments: list[str], then: Sequence[str]) -> None:
+    cursor.execute(_SET_CONFIG, arguments)
+    for statement in then:
+        cursor.execute(statement)
 
 
 class _SettingsWithFirstQuery:
@@ -122,12 +126,10 @@ class _SettingsWithFirstQuery:
         self.pending = False
         raw = self.connection.connection
         if raw.pgconn.pipeline_status != PipelineStatus.OFF:
-            # Someone else's pipeline (prefer :func:`pipeline`, which this costs a round trip
-            # more, psycopg's BEGIN): queue the settings ahead of the query.
+            # A pipeline opened elsewhere: queue the settings ahead of the query (psycopg then
+            # waits for its own BEGIN, a round trip that :func:`pipeline` does not cost).
             with raw.cursor() as cursor:
-                cursor.execute(_SET_CONFIG, self.arguments)
-                for statement in self.then:
-                    cursor.execute(statement)
+                _queue_settings(cursor, self.arguments, self.then)
             return execute(sql, params, many, context)
         if many or isinstance(context["cursor"].cursor, psycopg.ServerCursor):
             # Neither goes in a pipeline: the settings take their own round trip first.

@@ -92,3 +92,13 @@ def test_a_block_leaves_the_connection_as_django_expects_it(live_db: None, defer
     assert connection.get_autocommit()
     with tenancy.agency_context(a.id):
         assert _sites_seen() == ["a1", "a2"]  # the failed block's row was rolled back
+
+
+def test_deferred_settings_lead_a_query_in_a_pipeline_opened_elsewhere(live_db: None) -> None:
+    a, b = AgencyFactory.create(), AgencyFactory.create()
+    SiteFactory.create(agency=a, name="a1")
+    SiteFactory.create(agency=b, name="b1")
+    with tenancy.agency_context(a.id, defer=True), connection.cursor() as cursor:
+        with connection.connection.pipeline():
+            cursor.execute("SELECT name FROM core_site")
+        assert cursor.fetchall() == [("a1",)]
