@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -90,12 +91,12 @@ def insert(obj: Model, *, using: str = "default") -> Model:
     return obj
 
 
-def insert_ctes(parts: list[Parts]) -> Parts:
-    """INSERTs (from :func:`insert_parts`) as data-modifying CTEs ``i0 AS (...), i1 AS (...)``
-    for one larger statement, with their values in order. Foreign keys between rows written
-    together must be deferrable (Django creates them so): they are checked at commit."""
-    ctes = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(parts))
-    return ctes, [value for _, values in parts for value in values]
+def insert_ctes(inserts: Sequence[str]) -> str:
+    """INSERTs' SQL (from :func:`insert_parts` or :func:`row`) as data-modifying CTEs
+    ``i0 AS (...), i1 AS (...)`` for one larger statement; their values go in the same order.
+    Foreign keys between rows written together must be deferrable (Django creates them so):
+    they are checked at commit."""
+    return ", ".join(f"i{n} AS ({sql})" for n, sql in enumerate(inserts))
 
 
 def insert_together(*objs: Model, using: str = "default") -> None:
@@ -108,8 +109,7 @@ def insert_together(*objs: Model, using: str = "default") -> None:
 @cache
 def _together_text(inserts: tuple[str, ...]) -> str:
     *first, last = inserts
-    ctes, _ = insert_ctes([(sql, []) for sql in first])
-    return numbered((f"WITH {ctes} " if ctes else "") + last)
+    return numbered((f"WITH {insert_ctes(first)} " if first else "") + last)
 
 
 def numbered(statement: str) -> str:
@@ -123,12 +123,18 @@ def numbered(statement: str) -> str:
 _PLACEHOLDER = re.compile("%s")
 
 
-def execute_raw(statement: str, values: list[Any], *, using: str = "default") -> Any:
+def execute_raw(
+    statement: str, values: list[Any], *, commit: bool = False, using: str = "default"
+) -> Any:
     """Run a :func:`numbered` statement in the caller's transaction (led by a deferred tenant
-    block's settings if they are still to be sent); returns its first row, if any."""
+    block's settings if they are still to be sent); returns its first row, if any. ``commit``:
+    COMMIT the transaction in the same round trip (the caller's outermost atomic block then
+    finds nothing to commit and runs its on-commit hooks as usual)."""
     connection = connections[using]
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
-        with tenancy.pipeline(using):
+        with tenancy.pipeline(using) as raw:
             cursor.execute(statement, values)
+            if commit:
+                raw.execute("COMMIT")
         return cursor.fetchone() if cursor.description else None

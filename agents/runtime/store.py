@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import psycopg
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Model
@@ -234,7 +233,9 @@ class StepTransaction:
             if self.after_commit is not None:
                 row = tenancy.run_in_one_round_trip(execution.agency_id, statement, arguments)
             else:
-                row = _execute_in_transaction(statement, arguments)
+                # With the COMMIT in the same round trip when this is the outermost
+                # transaction; nested in a caller's (tests), the caller commits.
+                row = fastdb.execute_raw(statement, arguments, commit=_outermost_transaction())
         except DatabaseError as exc:
             if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
                 raise LeaseLost(
@@ -362,8 +363,9 @@ LEASE_LOST_SQLSTATE = "AD001"
 @contextmanager
 def direct_step(execution: Execution, worker: str) -> Iterator[StepTransaction]:
     """A step whose writes are all known in Python (a model reply that is not the last): the
-    body only adds rows and counters, then BEGIN, the tenant, the step's one statement and
-    COMMIT reach the database together — one round trip and one commit per model reply.
+    body only adds rows and counters, then the tenant settings and the step's one statement
+    reach the database together and commit at the pipeline's Sync — one round trip and one
+    commit per model reply (:func:`core.tenancy.run_in_one_round_trip`).
 
     The body must not query the database; inside a caller's transaction (tests) this is an
     ordinary :func:`step_transaction`.
@@ -375,22 +377,6 @@ def direct_step(execution: Execution, worker: str) -> Iterator[StepTransaction]:
     tx = StepTransaction(execution, worker, direct=True)
     yield tx
     tx.save()
-
-
-def _execute_in_transaction(statement: str, arguments: list[Any]) -> tuple[Any, ...] | None:
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
-        if _outermost_transaction():
-            # The statement and the COMMIT go out together: one round trip for the step (with
-            # the tenant settings too when nothing queried before). Django's own commit at the
-            # end of the atomic block then finds nothing to do and runs the on-commit hooks
-            # (broadcasts) as usual.
-            with tenancy.pipeline() as raw:
-                cursor.execute(statement, arguments)
-                raw.execute("COMMIT")
-        else:  # nested in a caller's transaction (tests): it commits, not us
-            cursor.execute(statement, arguments)
-        return cursor.fetchone()
 
 
 def _step_statement(
@@ -421,7 +407,7 @@ def _statement_text(columns: tuple[str, ...], inserts: tuple[str, ...], *, fence
     # The step's rows ride along as data-modifying CTEs: one statement. When the UPDATE matches
     # nothing the statement raises (agentdesk_lease_lost), which aborts the whole transaction
     # on the server. A claim (not fenced) holds the row lock instead: its UPDATE sets the lease.
-    ctes, _ = fastdb.insert_ctes([(sql, []) for sql in inserts])
+    ctes = fastdb.insert_ctes(inserts)
     text = (
         f"WITH {ctes + ', ' if ctes else ''}"  # noqa: S608 - model-generated SQL, values are params
         f"u AS (UPDATE agents_execution SET {assignments}, updated_at = now()"
