@@ -4,11 +4,13 @@ migrated like the test database, a real Celery worker, the fake provider server,
 from __future__ import annotations
 
 import multiprocessing
+import os
 import statistics
 import time
 import uuid
 from typing import Any
 
+import psutil
 import psycopg
 from django.conf import settings
 from django.core.management import call_command
@@ -83,6 +85,82 @@ class FakeServerProcess:
 
     def reset_max_in_flight(self) -> None:
         self._max_in_flight.value = 0
+
+    @property
+    def pid(self) -> int:
+        assert self._process.pid is not None
+        return self._process.pid
+
+
+class CpuMeter:
+    """CPU time (user + system, from the kernel's counters) that groups of processes spend over
+    a stretch of a benchmark: where the machine's cores go, per unit of work. ``groups`` names
+    process ids (their child processes count with them unless named before); every PostgreSQL
+    process of the machine is one more group. A backend that exits inside the stretch is not
+    counted (the runtime's pooled connections stay open)."""
+
+    def __init__(self, **groups: list[int]) -> None:
+        self.groups = groups
+        self.before: dict[str, dict[int, float]] = {}
+        self.after: dict[str, dict[int, float]] = {}
+        self.seconds = 0.0
+
+    def _sample(self) -> dict[str, dict[int, float]]:
+        # Each process counts once, in the first group that names it or one of its parents
+        # (the benchmark's own process is the parent of the others: name it last).
+        claimed: set[int] = set()
+        processes: dict[str, list[psutil.Process]] = {
+            "postgresql": [
+                process
+                for process in psutil.process_iter(["name"])
+                if process.info["name"] in ("postgres", "postmaster")
+            ]
+        }
+        claimed.update(process.pid for process in processes["postgresql"])
+        for name, pids in self.groups.items():
+            roots = [psutil.Process(pid) for pid in pids]
+            members = [*roots, *(c for r in roots for c in r.children(recursive=True))]
+            processes[name] = [m for m in members if m.pid not in claimed]
+            claimed.update(m.pid for m in members)
+        sample: dict[str, dict[int, float]] = {}
+        for name, members in processes.items():
+            sample[name] = {}
+            for process in members:
+                try:
+                    times = process.cpu_times()
+                except psutil.NoSuchProcess:
+                    continue
+                sample[name][process.pid] = times.user + times.system
+        return sample
+
+    def __enter__(self) -> CpuMeter:
+        self.before = self._sample()
+        self._started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._started
+        self.after = self._sample()
+
+    def cpu_seconds(self) -> dict[str, float]:
+        return {
+            name: sum(used - self.before.get(name, {}).get(pid, 0.0) for pid, used in after.items())
+            for name, after in self.after.items()
+        }
+
+    def report(self, units: int, unit: str) -> dict[str, Any]:
+        """CPU milliseconds per ``unit`` by group and in total, how busy the machine's cores
+        were, and the rate the total allows when every core is busy (a CPU-bound ceiling)."""
+        used = self.cpu_seconds()
+        total = sum(used.values())
+        cores = os.cpu_count() or 1
+        per_unit = {name: round(seconds * 1000 / units, 3) for name, seconds in used.items()}
+        return {
+            f"cpu_ms_per_{unit}": {**per_unit, "total": round(total * 1000 / units, 3)},
+            "cores": cores,
+            "cores_busy_fraction": round(total / (cores * self.seconds), 2),
+            f"cpu_bound_ceiling_{unit}s_per_second": round(units * cores / total, 1),
+        }
 
 
 def elapsed_ms(started: Any, completed: Any) -> float:
