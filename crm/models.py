@@ -264,6 +264,12 @@ class EmailMessage(AgencyOwnedModel):
                 name="crm_email_queued_idx",
                 condition=models.Q(status="queued"),
             ),
+            # ... and the messages still "sending" (their sender died mid-send).
+            models.Index(
+                fields=["updated_at"],
+                name="crm_email_sending_idx",
+                condition=models.Q(status="sending"),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

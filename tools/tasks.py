@@ -7,12 +7,17 @@ import datetime
 from celery import shared_task
 from django.conf import settings
 
-from tools.builtin.communication import deliver_stranded_emails
+from tools.builtin.communication import deliver_stranded_emails, fail_abandoned_sends
 
 
 @shared_task(name="tools.deliver_stranded_emails", ignore_result=True)
 def deliver_stranded_emails_task() -> int:
-    """Outbox messages whose worker died between queueing and sending them go out now."""
+    """The outbox sweeper: messages whose worker died between queueing and sending them go out
+    now; those whose worker died while sending them are marked failed (outcome unknown).
+    Returns how many were sent."""
+    fail_abandoned_sends(
+        older_than=datetime.timedelta(seconds=settings.AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS)
+    )
     return deliver_stranded_emails(
         older_than=datetime.timedelta(seconds=settings.AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS)
     )

@@ -190,6 +190,11 @@ CELERY_BEAT_SCHEDULE = {
 # An outbox message still queued this long after it was written lost its sender (the worker died
 # between the commit and the send); beat's sweeper sends it.
 AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS = env.int("AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS", default=120)
+# One still "sending" this long lost its worker mid-send (must exceed the mail backend's timeout):
+# the sweeper marks it failed, outcome unknown, and never resends it.
+AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = env.int(
+    "AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS", default=900
+)
 
 # --- Agent runtime ---------------------------------------------------------------------------
 # A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).

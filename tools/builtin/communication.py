@@ -121,7 +121,7 @@ def deliver_stranded_emails(*, older_than: datetime.timedelta, limit: int = 500)
     """Send the outbox messages still ``queued`` after ``older_than``: the worker that queued one
     committed it and died before its after-commit send. Safe to repeat: :func:`deliver_email`
     takes a row queued -> sending first, and a row left ``sending`` (sent or not, nobody knows)
-    is never sent again. Returns how many were taken."""
+    is never sent again (:func:`fail_abandoned_sends` closes it). Returns how many were taken."""
     cutoff = timezone.now() - older_than
     with tenancy.platform_context():
         stranded = list(
@@ -132,6 +132,30 @@ def deliver_stranded_emails(*, older_than: datetime.timedelta, limit: int = 500)
     for agency_id, email_id in stranded:
         deliver_email(agency_id=agency_id, email_id=email_id)
     return len(stranded)
+
+
+# What a message left ``sending`` says once its sender is known to be gone (its worker died while
+# handing it to the mail server). Never resent automatically: at most once beats at least once.
+OUTCOME_UNKNOWN = (
+    "Delivery outcome unknown: the worker stopped while handing this message to the mail server, "
+    "so it may or may not have gone out. It is not resent automatically; check the mail "
+    "provider's log for its Message-ID before sending it again."
+)
+
+
+def fail_abandoned_sends(*, older_than: datetime.timedelta) -> int:
+    """Mark ``failed`` (with :data:`OUTCOME_UNKNOWN`) the outbox messages still ``sending`` after
+    ``older_than``: :func:`deliver_email` records the outcome as soon as the mail backend
+    returns, so such a row lost its worker mid-send and would otherwise say "sending" forever.
+    ``older_than`` must exceed the mail backend's own timeout. Returns how many were marked."""
+    now = timezone.now()
+    with tenancy.platform_context():
+        abandoned = EmailMessage.objects.filter(
+            status=EmailStatus.SENDING, updated_at__lt=now - older_than
+        ).update(status=EmailStatus.FAILED, error=OUTCOME_UNKNOWN, updated_at=now)
+    if abandoned:
+        logger.warning("%d outbox e-mail(s) lost their sender mid-send: marked failed", abandoned)
+    return abandoned
 
 
 def _finish(agency_id: uuid.UUID, email_id: uuid.UUID, *, status: str, error: str) -> None:

@@ -20,7 +20,12 @@ from crm.models import EmailMessage, EmailStatus
 from tests.crm.factories import ContactFactory
 from tests.factories import MembershipFactory
 from tests.tools.builtin.conftest import call, call_error, call_raw, make_ctx
-from tools.builtin.communication import deliver_stranded_emails, message_id_for
+from tools.builtin.communication import (
+    OUTCOME_UNKNOWN,
+    deliver_stranded_emails,
+    fail_abandoned_sends,
+    message_id_for,
+)
 from tools.handlers import ToolContext, ToolResult
 
 EMAIL = {"to": ["ada@example.com", "bob@example.com"], "subject": "Quote", "body": "Here it is."}
@@ -220,6 +225,47 @@ def test_the_sweeper_sends_messages_whose_sender_died_and_nothing_twice(
     assert _row(ctx, stranded).status == EmailStatus.SENT
     assert _row(ctx, fresh).status == EmailStatus.QUEUED
     assert _row(ctx, taken).status == EmailStatus.SENDING
+
+
+def _taken_and_abandoned(execution: Execution, call_id: str, *, seconds: int) -> str:
+    """A message its worker took (queued -> sending) and died with ``seconds`` ago."""
+    ctx = make_ctx(execution, call_id)
+    email_id = _send(ctx, {**EMAIL, "subject": call_id}).output["email_id"]
+    with tenancy.agency_context(ctx.agency_id):
+        EmailMessage.objects.filter(id=email_id).update(status=EmailStatus.SENDING)
+    _age(ctx, email_id, seconds=seconds)
+    return email_id
+
+
+def test_a_message_left_sending_past_the_timeout_is_marked_failed_outcome_unknown(
+    ctx: ToolContext, execution: Execution, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    old = _taken_and_abandoned(execution, "call_old", seconds=1000)
+    recent = _taken_and_abandoned(execution, "call_recent", seconds=60)  # may still be sending
+
+    marked = fail_abandoned_sends(older_than=datetime.timedelta(seconds=900))
+    again = fail_abandoned_sends(older_than=datetime.timedelta(seconds=900))
+
+    assert (marked, again) == (1, 0)
+    assert (_row(ctx, old).status, _row(ctx, old).error) == (EmailStatus.FAILED, OUTCOME_UNKNOWN)
+    assert _row(ctx, old).sent_at is None
+    assert _row(ctx, recent).status == EmailStatus.SENDING
+    assert mailoutbox == []  # neither is ever sent again
+
+
+def test_the_sweeper_task_fails_abandoned_sends_after_the_configured_timeout(
+    ctx: ToolContext, execution: Execution, mailoutbox: list[mail.EmailMessage], settings: Any
+) -> None:
+    from tools.tasks import deliver_stranded_emails_task
+
+    email_id = _taken_and_abandoned(execution, "call_abandoned", seconds=300)
+    settings.AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = 600
+    assert deliver_stranded_emails_task() == 0
+    assert _row(ctx, email_id).status == EmailStatus.SENDING
+    settings.AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = 200
+    assert deliver_stranded_emails_task() == 0  # nothing sent...
+    assert _row(ctx, email_id).status == EmailStatus.FAILED  # ...the abandoned send is closed
+    assert mailoutbox == []
 
 
 def test_the_sweeper_task_uses_the_configured_delay(
