@@ -22,6 +22,7 @@ from anthropic.types import Usage as AnthropicUsage
 from agents.llm.base import CompletionRequest, Provider, Sleep
 from agents.llm.errors import LLMError, LLMUnavailable
 from agents.llm.retry import connection_error, error_for_status, parse_retry_after, timeout_error
+from agents.llm.tls import shared_ssl_context
 from agents.llm.types import (
     Completion,
     Message,
@@ -168,7 +169,11 @@ class AnthropicProvider(Provider):
     def __init__(self, config: ProviderConfig, *, api_key: str, sleep: Sleep = time.sleep) -> None:
         super().__init__(config, api_key=api_key, sleep=sleep)
         self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=config.base_url, timeout=config.timeout, max_retries=0
+            api_key=api_key,
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=0,
+            http_client=anthropic.DefaultHttpxClient(verify=shared_ssl_context()),
         )
 
     def close(self) -> None:

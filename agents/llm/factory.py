@@ -45,8 +45,9 @@ def resolve_api_key(config: ProviderConfig) -> str:
 def get_provider(config: ProviderConfig, *, sleep: Sleep | None = None) -> Provider:
     """The provider for `config`, shared by the callers with the same configuration and key.
 
-    Building an SDK client costs an SSL context and a connection pool, far more than a step's
-    budget, so clients are kept per (config, key): AGENTDESK_LLM_CLIENTS of them, see _shard.
+    An SDK client is a connection pool (and its warm connections), so clients are kept per
+    (config, key): AGENTDESK_LLM_CLIENTS of them, see _shard. They share one SSL context
+    (agents/llm/tls.py).
     `sleep` replaces the backoff's sleeping; with it the provider is built fresh and not shared.
     """
     if config.kind not in ("openai", "anthropic", "openai_compatible"):

@@ -22,6 +22,7 @@ from openai.types.chat import (
 from agents.llm.base import CompletionRequest, Provider, Sleep
 from agents.llm.errors import LLMError, LLMUnavailable
 from agents.llm.retry import connection_error, error_for_status, parse_retry_after, timeout_error
+from agents.llm.tls import shared_ssl_context
 from agents.llm.types import (
     Completion,
     Message,
@@ -169,7 +170,11 @@ class OpenAIProvider(Provider):
         super().__init__(config, api_key=api_key, sleep=sleep)
         self.kind = config.kind
         self._client = openai.OpenAI(
-            api_key=api_key, base_url=config.base_url, timeout=config.timeout, max_retries=0
+            api_key=api_key,
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(verify=shared_ssl_context()),
         )
 
     def close(self) -> None:

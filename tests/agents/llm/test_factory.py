@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ssl
 import threading
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from agents.llm.factory import LOCAL_PLACEHOLDER_KEY, clear_provider_cache, get_provider
 from agents.llm.fake_server import FakeProviderServer, text_reply
+from agents.llm.tls import shared_ssl_context
 from agents.llm.types import LLMConfigurationError, Message, ProviderConfig, ProviderKind
 from tests.agents.llm.helpers import base_url
 
@@ -96,6 +98,27 @@ def test_providers_are_shared_per_configuration(fake_llm: FakeProviderServer) ->
         assert get_provider(dataclasses.replace(config, api_key="other")) is not first
     finally:
         clear_provider_cache()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sdk_clients_share_one_ssl_context_that_still_verifies_certificates(
+    kind: ProviderKind,
+) -> None:
+    """Each SDK client would otherwise load the CA bundle into a context of its own (~24 ms of
+    CPU, ~0.8 MB) — one per agency configuration and shard in a worker."""
+    config = ProviderConfig(kind=kind, model="m", api_key="k", base_url="https://llm.example")
+    try:
+        providers = [get_provider(dataclasses.replace(config, api_key=f"k{n}")) for n in (1, 2)]
+        contexts = [
+            p._client._client._transport._pool._ssl_context  # type: ignore[attr-defined]
+            for p in providers
+        ]
+    finally:
+        clear_provider_cache()
+    assert providers[0] is not providers[1]
+    assert contexts[0] is contexts[1] is shared_ssl_context()
+    assert shared_ssl_context().verify_mode == ssl.CERT_REQUIRED
+    assert shared_ssl_context().check_hostname
 
 
 def test_threads_are_dealt_over_a_few_clients_per_configuration(
