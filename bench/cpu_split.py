@@ -1,0 +1,146 @@
+"""Where the CPU of a durable step goes: one run of the ReAct loop on one thread of this process
+(no worker pool, no contention), zero-latency fake model in a process of its own, everything
+persisted and broadcast as in production. Thread-CPU timers around the parts:
+
+- model call: our provider layer and the ``openai`` SDK with its HTTP stack (client side);
+- tool handler: ``crm_get_contact`` with its two ORM queries (the same tool as the other benches);
+- writes: the runtime's step writes on the client (statement building, psycopg, the kernel);
+- runtime: everything else the run's thread does (loop, executor, rows, context, bookkeeping);
+- other threads of this process (the live-update publisher), PostgreSQL (all its processes) and
+  the fake provider, from the kernel's counters.
+
+The "floor" is what a runtime costing nothing would still spend per step here (model call + tool
+handler + PostgreSQL), and the throughput that floor allows with every core busy: it bounds the
+throughput goal on this machine whatever the runtime does.
+
+    .venv/bin/python -m bench.cpu_split [--iterations 100] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agents.llm import base as llm_base
+from agents.llm.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
+from agents.models import Execution, ExecutionStatus
+from agents.runtime import store
+from agents.runtime.loop import run_execution
+from bench import common
+from core import realtime, tenancy
+from crm.models import Contact
+from tools import executor
+
+EMAIL = "ada@x.io"
+# The parts timed on the run's thread: (owner, attribute, part). Not nested in one another.
+PARTS = (
+    (llm_base.Provider, "complete", "model_call"),
+    (executor, "_run_handler", "tool_handler"),
+    (store.StepTransaction, "save", "writes"),
+)
+
+
+def _script(request: RecordedRequest) -> Step:
+    """Stateless (it serves from its own process): the tool call until the run has as many
+    iterations as its model name says (``split-<id>-<iterations>``), then the final answer."""
+    if request.assistant_turns < int(request.model.rsplit("-", 1)[1]):
+        return tool_call_reply("crm_get_contact", {"email": EMAIL})
+    return text_reply("Done.")
+
+
+@contextmanager
+def _thread_cpu_timers(totals: dict[str, float]) -> Iterator[None]:
+    """Add each part's thread-CPU seconds to ``totals`` while the block runs."""
+    originals: list[tuple[Any, str, Callable[..., Any]]] = []
+    for owner, name, part in PARTS:
+        original = getattr(owner, name)
+
+        def timed(*args: Any, __original: Any = original, __part: str = part, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return __original(*args, **kwargs)
+            finally:
+                totals[__part] += time.thread_time() - started
+
+        originals.append((owner, name, original))
+        setattr(owner, name, functools.wraps(original)(timed))
+    try:
+        yield
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+
+
+def run_once(server: Any, iterations: int) -> dict[str, float]:
+    """CPU milliseconds per ReAct iteration, by part, of one run of ``iterations``."""
+    agent = common.make_agent(server, llm_model=f"split-{uuid.uuid4().hex[:8]}-{iterations}")
+    with tenancy.agency_context(agent.agency_id):
+        Contact.objects.create(agency_id=agent.agency_id, first_name="Ada", email=EMAIL)
+        execution = Execution.objects.create(
+            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
+            trigger_type="manual", input="Look Ada up, again and again.",
+        )  # fmt: skip
+        store.record_transition(execution, ExecutionStatus.PENDING, reason="bench", created=True)
+        execution.save()
+    totals: dict[str, float] = defaultdict(float)
+    meter = common.CpuMeter(fake_provider=[server.pid], this_process=[os.getpid()])
+    with meter, _thread_cpu_timers(totals):
+        thread_started = time.thread_time()
+        assert run_execution(execution.id, agency_id=agent.agency_id) == "completed"
+        thread_total = time.thread_time() - thread_started
+        realtime.flush()
+    used = meter.cpu_seconds()
+    parts = {part: totals[part] for _, _, part in PARTS}
+    seconds = {
+        **parts,
+        "runtime": thread_total - sum(parts.values()),
+        "other_threads": used["this_process"] - thread_total,
+        "postgresql": used["postgresql"],
+        "fake_provider": used["fake_provider"],
+    }
+    return {name: value * 1000 / (iterations + 1) for name, value in seconds.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    common.create_database()
+    try:
+        facts = common.machine_facts()
+        with common.FakeServerProcess(_script) as server:
+            run_once(server, 3)  # warm-up: imports, prepared statements, connections
+            runs = [run_once(server, args.iterations) for _ in range(args.repeat)]
+    finally:
+        common.drop_database()
+    per_iteration = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+    # An iteration is two durable steps (the model's reply, the tool's result).
+    per_step = {name: round(value / 2, 3) for name, value in per_iteration.items()}
+    floor = per_step["model_call"] + per_step["tool_handler"] + per_step["postgresql"]
+    cores = os.cpu_count() or 1
+    report = {
+        "machine": facts.as_dict(),
+        "iterations": args.iterations,
+        "runs": args.repeat,
+        "cpu_ms_per_iteration": {k: round(v, 3) for k, v in per_iteration.items()},
+        "cpu_ms_per_step": {**per_step, "total": round(sum(per_step.values()), 3)},
+        "floor_ms_per_step_model_call_tool_handler_postgresql": round(floor, 3),
+        "cores": cores,
+        "floor_allows_steps_per_second": round(cores * 1000 / floor, 1),
+    }
+    print(facts.describe())
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
