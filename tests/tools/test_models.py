@@ -146,3 +146,15 @@ def test_tool_call_idempotency_key_is_unique() -> None:
                 idempotency_key=call.idempotency_key,
             )
         assert ToolCall.objects.filter(execution_id=call.execution_id).count() == 1
+
+
+def test_the_idempotency_key_has_one_index_the_unique_one() -> None:
+    """No LIKE-only twin (``varchar_pattern_ops``): every tool call would write it for nothing."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'tools_toolcall'"
+            " AND indexdef LIKE '%%(idempotency_key%%'"
+        )
+        definitions = [row[0] for row in cursor.fetchall()]
+    assert len(definitions) == 1, definitions
+    assert definitions[0].startswith("CREATE UNIQUE INDEX")
