@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections import OrderedDict
 
 from django.conf import settings
 
@@ -16,7 +17,8 @@ ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # Local OpenAI-compatible servers ignore the key, but the SDK refuses to build a client without one.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 
-_cache: dict[tuple[ProviderConfig, str, int], Provider] = {}
+# Least recently used first; at most AGENTDESK_LLM_CLIENT_CACHE entries (see get_provider).
+_cache: OrderedDict[tuple[ProviderConfig, str, int], Provider] = OrderedDict()
 _cache_lock = threading.Lock()
 _thread_shard = threading.local()
 _next_shard = itertools.count()
@@ -47,7 +49,9 @@ def get_provider(config: ProviderConfig, *, sleep: Sleep | None = None) -> Provi
 
     An SDK client is a connection pool (and its warm connections), so clients are kept per
     (config, key): AGENTDESK_LLM_CLIENTS of them, see _shard. They share one SSL context
-    (agents/llm/tls.py).
+    (agents/llm/tls.py). A process keeps at most AGENTDESK_LLM_CLIENT_CACHE clients, the most
+    recently used: with many agencies' keys, idle pools (each holding open sockets to the
+    provider) must not accumulate without bound.
     `sleep` replaces the backoff's sleeping; with it the provider is built fresh and not shared.
     """
     if config.kind not in ("openai", "anthropic", "openai_compatible"):
@@ -66,8 +70,14 @@ def get_provider(config: ProviderConfig, *, sleep: Sleep | None = None) -> Provi
     key = (config, api_key, _shard())
     with _cache_lock:
         provider = _cache.get(key)
-        if provider is None:
-            provider = _cache[key] = _build(config, api_key, None)
+        if provider is not None:
+            _cache.move_to_end(key)
+            return provider
+        provider = _cache[key] = _build(config, api_key, None)
+        while len(_cache) > settings.AGENTDESK_LLM_CLIENT_CACHE:
+            # Not closed: a thread may still be in a call with it. Its connections close when
+            # the last user lets go of it (garbage collection), so idle ones do not pile up.
+            _cache.popitem(last=False)
         return provider
 
 

@@ -203,6 +203,9 @@ AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS
 AGENTDESK_LLM_TIMEOUT_SECONDS = env.float("AGENTDESK_LLM_TIMEOUT_SECONDS", default=60.0)
 # SDK clients (HTTP connection pools) per provider configuration and process; threads share them.
 AGENTDESK_LLM_CLIENTS = env.int("AGENTDESK_LLM_CLIENTS", default=8)
+# At most this many SDK clients per process (least recently used dropped): bounds the idle
+# connection pools of many agencies' keys.
+AGENTDESK_LLM_CLIENT_CACHE = env.int("AGENTDESK_LLM_CLIENT_CACHE", default=256)
 AGENTDESK_LLM_MAX_RETRIES = env.int("AGENTDESK_LLM_MAX_RETRIES", default=2)
 # How long a process reuses what it read of tools, risk rules, prices and "no budget" (seconds):
 # they are read on every run or step and change rarely. 0 reads them every time.

@@ -121,6 +121,26 @@ def test_sdk_clients_share_one_ssl_context_that_still_verifies_certificates(
     assert shared_ssl_context().check_hostname
 
 
+def test_a_process_keeps_the_most_recently_used_clients_only(
+    fake_llm: FakeProviderServer, settings: Any
+) -> None:
+    settings.AGENTDESK_LLM_CLIENT_CACHE = 2
+    config = ProviderConfig(
+        kind="openai", model="m", api_key="a", base_url=fake_llm.openai_base_url
+    )
+    b, c = (dataclasses.replace(config, api_key=key) for key in ("b", "c"))
+    try:
+        first_a, first_b = get_provider(config), get_provider(b)
+        assert get_provider(config) is first_a  # a hit: now the most recently used
+        get_provider(c)  # a third: the least recently used (b) goes
+        assert get_provider(config) is first_a
+        assert get_provider(b) is not first_b
+        fake_llm.enqueue(text_reply("ok"))
+        assert get_provider(b).complete([Message.user("hi")], []).text == "ok"  # rebuilt, works
+    finally:
+        clear_provider_cache()
+
+
 def test_threads_are_dealt_over_a_few_clients_per_configuration(
     fake_llm: FakeProviderServer, settings: Any
 ) -> None:
