@@ -8,6 +8,7 @@ addresses are never contacted; a process-wide audit hook records every ``socket.
 from __future__ import annotations
 
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.tools.netserver import BIG_SIZE, Seen, make_pki, serve
@@ -251,6 +253,35 @@ def test_https_uses_the_host_name_for_sni_and_certificate_checks(
         )
         assert error.code == "http_error"
         assert seen.requests == [("/echo-host", f"secure.test:{port}")]
+
+
+def test_without_a_context_of_its_own_every_fetch_verifies_against_one_shared_ca_store(
+    tmp_path: Path, network: _Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loaded once per process: a client per hop would load the CA bundle each time (~24 ms)."""
+    pki = make_pki(tmp_path, "secure.test")
+    verify: list[object] = []
+    original = httpx.Client.__init__
+
+    def recording(self: httpx.Client, *args: Any, **kwargs: Any) -> None:
+        verify.append(kwargs.get("verify"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(httpx.Client, "__init__", recording)
+    with serve(tls=pki.server_context) as (port, seen):
+        for _ in range(2):
+            error = _fetch_error(
+                f"https://secure.test:{port}/echo-host",
+                resolver=resolve_to("127.0.0.1"),
+                allowed_private_networks=LOOPBACK,
+            )
+            # The test's CA is not in the default store: the certificate check ran and failed.
+            assert "CERTIFICATE_VERIFY_FAILED" in str(error)
+        assert seen.requests == []
+    assert len(verify) == 2
+    assert isinstance(verify[0], ssl.SSLContext)
+    assert verify[0] is verify[1]
+    assert verify[0].verify_mode == ssl.CERT_REQUIRED
 
 
 # --- redirects ------------------------------------------------------------------------------------
