@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import threading
 import time
@@ -64,6 +65,22 @@ def _wait(agent: Any, ids: list[Any], timeout: float = 120) -> None:
         time.sleep(0.02)
 
 
+def _batch(agent: Any, runs: int, worker_pids: list[int], server_pid: int) -> dict[str, Any]:
+    """One measured batch: wall time from the first run's creation to the last one's end, the
+    time creating them took, how many completed, and the CPU per run of every process group."""
+    meter = common.CpuMeter(workers=worker_pids, fake_provider=[server_pid], bench=[os.getpid()])
+    with meter:
+        started = time.perf_counter()
+        ids = _launch(agent, runs)  # counted: creating them is part of the work
+        enqueued = time.perf_counter() - started
+        _wait(agent, ids)
+        seconds = time.perf_counter() - started
+    with tenancy.agency_context(agent.agency_id):
+        completed = Execution.objects.filter(pk__in=ids, status="completed").count()
+    cpu = meter.report(runs, "run")["cpu_ms_per_run"]
+    return {"seconds": seconds, "enqueued": enqueued, "completed": completed, "cpu": cpu}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -94,17 +111,8 @@ def main() -> None:
             peak = [idle_rss, 0]
             stop = threading.Event()
             threading.Thread(target=_sample_memory, args=(pids, stop, peak), daemon=True).start()
-            batches: list[float] = []
-            completed = 0
             # Several batches, the machine's noise being what it is; the median is the figure.
-            for _ in range(args.repeat):
-                started = time.perf_counter()
-                ids = _launch(agent, args.runs)  # counted: creating them is part of the work
-                enqueued = time.perf_counter() - started
-                _wait(agent, ids)
-                batches.append(time.perf_counter() - started)
-                with tenancy.agency_context(agent.agency_id):
-                    completed += Execution.objects.filter(pk__in=ids, status="completed").count()
+            batches = [_batch(agent, args.runs, pids, server.pid) for _ in range(args.repeat)]
             stop.set()
             max_in_flight = server.max_in_flight
         # Capacity: the same runs started at once with model calls long enough to outlast
@@ -128,11 +136,11 @@ def main() -> None:
         "model_calls_per_run": 2,
         "worker_processes": args.workers,
         "threads_per_worker": args.threads,
-        "completed": completed,  # of runs x repeat
+        "completed": sum(b["completed"] for b in batches),  # of runs x repeat
         # From the first run's creation to the last one's end, per batch; the median.
-        "all_done_s": round(statistics.median(batches), 3),
-        "all_done_s_per_batch": [round(b, 3) for b in batches],
-        "creating_the_runs_s": round(enqueued, 3),
+        "all_done_s": round(statistics.median(b["seconds"] for b in batches), 3),
+        "all_done_s_per_batch": [round(b["seconds"], 3) for b in batches],
+        "creating_the_runs_s": round(batches[-1]["enqueued"], 3),
         "capacity_model_latency_s": args.capacity_latency,
         "capacity_max_model_calls_in_flight": capacity_in_flight,
         "ideal_s": 2 * args.latency,
@@ -140,6 +148,12 @@ def main() -> None:
         "worker_rss_idle_mb": round(idle_rss / 2**20, 1),  # the largest process
         "worker_rss_peak_mb": round(peak[0] / 2**20, 1),
         "workers_rss_peak_total_mb": round(peak[1] / 2**20, 1),  # all worker processes
+        # Where the cores went during a batch (median of the batches), per run: the workers'
+        # CPU per run times the runs is what one worker process's GIL has to get through.
+        "cpu_ms_per_run": {
+            name: round(statistics.median(b["cpu"][name] for b in batches), 2)
+            for name in batches[0]["cpu"]
+        },
     }
     print(facts.describe())
     print(json.dumps(report, indent=2))
