@@ -59,6 +59,8 @@ class Site(AgencyOwnedModel):
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["agency", "name"], name="core_site_unique_name"),
+            # The target of agents' and executions' (site, agency) foreign keys (agents 0007).
+            models.UniqueConstraint(fields=["id", "agency"], name="core_site_id_agency"),
         ]
 
     def __str__(self) -> str:

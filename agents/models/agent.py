@@ -187,6 +187,8 @@ class Agent(AgentConfig, AgencyOwnedModel):
         constraints = [
             *AgentConfig.Meta.constraints,
             models.UniqueConstraint(fields=["site", "slug"], name="agents_agent_unique_slug"),
+            # The target of executions' (agent, agency) foreign key (migration agents 0007).
+            models.UniqueConstraint(fields=["id", "agency"], name="agents_agent_id_agency"),
         ]
 
     def __str__(self) -> str:
@@ -195,7 +197,8 @@ class Agent(AgentConfig, AgencyOwnedModel):
     def clean(self) -> None:
         super().clean()
         # Foreign-key checks bypass row-level security: keep a site inside its own agency. A site
-        # hidden by RLS (another tenant's) reads as missing, which is refused the same way.
+        # hidden by RLS (another tenant's) reads as missing, which is refused the same way. (The
+        # database refuses it too, migration agents 0007; this gives the form a message.)
         if self.site_id and self.agency_id:
             site_agency = (
                 Site.objects.filter(pk=self.site_id).values_list("agency_id", flat=True).first()

@@ -53,6 +53,59 @@ def test_agent_clean_refuses_a_site_of_another_agency() -> None:
         agent.full_clean()
 
 
+def _checked_now() -> None:
+    """Run the deferred foreign-key checks now (the test's transaction never commits)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def test_an_agent_on_a_site_of_another_agency_is_refused_by_the_database() -> None:
+    """However it got past the forms: an UPDATE or an INSERT inside the agent's own tenant."""
+    agent = AgentFactory.create()
+    foreign_site = SiteFactory.create()
+
+    def move_to_the_foreign_site() -> None:
+        with tenancy.agency_context(agent.agency_id):
+            Agent.objects.filter(pk=agent.pk).update(site_id=foreign_site.pk)
+            _checked_now()
+
+    def create_on_the_foreign_site() -> None:
+        with tenancy.agency_context(agent.agency_id):
+            Agent.objects.create(
+                agency_id=agent.agency_id,
+                site=foreign_site,
+                name="X",
+                slug="x",
+                agent_type="assistant",
+            )
+            _checked_now()
+
+    for write in (move_to_the_foreign_site, create_on_the_foreign_site):
+        with pytest.raises(IntegrityError, match="agents_agent_site_same_agency"):
+            write()
+    with tenancy.agency_context(agent.agency_id):
+        assert list(Agent.objects.values_list("site_id", flat=True)) == [agent.site_id]
+
+
+@pytest.mark.parametrize("reference", ["agent", "site"])
+def test_an_execution_of_another_agencys_agent_or_site_is_refused_by_the_database(
+    reference: str,
+) -> None:
+    mine, theirs = AgentFactory.create(), AgentFactory.create()
+    foreign = {"agent": theirs, "site": theirs.site}[reference]
+    fields = {"agent": mine, "site": mine.site, reference: foreign}
+
+    def create() -> None:
+        with tenancy.agency_context(mine.agency_id):
+            Execution.objects.create(agency_id=mine.agency_id, trigger_type="manual", **fields)
+            _checked_now()
+
+    with pytest.raises(IntegrityError, match=f"agents_execution_{reference}_same_agency"):
+        create()
+    with tenancy.agency_context(mine.agency_id):
+        assert not Execution.objects.exists()
+
+
 def test_factories_give_children_their_parents_agency() -> None:
     goal = AgentGoalFactory.create()
     step = ExecutionStepFactory.create()
