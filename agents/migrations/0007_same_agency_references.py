@@ -5,6 +5,10 @@ into another agency; ``Agent.clean()`` refused that only for forms. Composite fo
 the database refuse it for every writer: (site_id, agency_id) must be a site of that agency,
 (agent_id, agency_id) an agent of it. Deferred like Django's own foreign keys (checked at
 commit). Their targets are the (id, agency) unique constraints of ``core.Site`` and ``Agent``.
+
+On an existing database holding such a cross-agency row the migration stops with PostgreSQL's
+foreign-key error naming the row: repair it (point it at its own agency's site or agent), then
+migrate again.
 """
 
 from django.conf import settings

@@ -106,6 +106,14 @@ def test_an_execution_of_another_agencys_agent_or_site_is_refused_by_the_databas
         assert not Execution.objects.exists()
 
 
+def test_deleting_an_agent_with_executions_still_works_under_those_keys() -> None:
+    execution = ExecutionFactory.create()
+    with tenancy.agency_context(execution.agency_id):
+        Agent.objects.get(pk=execution.agent_id).delete()  # Django cascades to the executions
+        _checked_now()
+        assert not Execution.objects.filter(pk=execution.pk).exists()
+
+
 def test_factories_give_children_their_parents_agency() -> None:
     goal = AgentGoalFactory.create()
     step = ExecutionStepFactory.create()
