@@ -8,7 +8,7 @@ import os
 import statistics
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 import psycopg
@@ -18,6 +18,9 @@ from psycopg import sql
 
 from bench.machine import MachineFacts, measure
 from core import db_roles
+
+if TYPE_CHECKING:
+    from agents.models import Execution
 
 
 def worker(*, concurrency: int, **env: str) -> Any:
@@ -246,6 +249,49 @@ def make_agent(server: Any, *, kind: str = "openai", **fields: Any) -> Any:
     }
     defaults.update(fields)
     return AgentFactory.create(agency=agency, site=site, **defaults)
+
+
+# The contact the in-process ReAct benchmarks look up, iteration after iteration.
+LOOKUP_EMAIL = "ada@x.io"
+
+
+def iterations_script(request: Any) -> Any:
+    """The fake model's script for :func:`looping_agent`'s runs: the ``crm_get_contact`` call
+    until the run has as many iterations as its model name says (``...-<iterations>``), then the
+    final answer. Stateless, so that it can serve from its own process."""
+    from agents.llm.fake_server.script import text_reply, tool_call_reply  # noqa: PLC0415
+
+    if request.assistant_turns < int(request.model.rsplit("-", 1)[1]):
+        return tool_call_reply("crm_get_contact", {"email": LOOKUP_EMAIL})
+    return text_reply("Done.")
+
+
+def looping_agent(server: Any, iterations: int) -> Any:
+    """An agent of a new agency (:func:`make_agent`) whose runs last ``iterations`` ReAct
+    iterations under :func:`iterations_script`, with the contact they look up."""
+    from core import tenancy  # noqa: PLC0415
+    from crm.models import Contact  # noqa: PLC0415
+
+    agent = make_agent(server, llm_model=f"loop-{uuid.uuid4().hex[:8]}-{iterations}")
+    with tenancy.agency_context(agent.agency_id):
+        Contact.objects.create(agency_id=agent.agency_id, first_name="Ada", email=LOOKUP_EMAIL)
+    return agent
+
+
+def pending_execution(agent: Any) -> Execution:
+    """A manual run of ``agent``, pending, its task not sent: the benchmark runs it in process."""
+    from agents.models import Execution, ExecutionStatus  # noqa: PLC0415
+    from agents.runtime import store  # noqa: PLC0415
+    from core import tenancy  # noqa: PLC0415
+
+    with tenancy.agency_context(agent.agency_id):
+        execution = Execution.objects.create(
+            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
+            trigger_type="manual", input="Look Ada up, again and again.",
+        )  # fmt: skip
+        store.record_transition(execution, ExecutionStatus.PENDING, reason="bench", created=True)
+        execution.save()
+    return execution
 
 
 def writing_transactions(execution_id: Any) -> int:

@@ -24,37 +24,24 @@ import json
 import os
 import statistics
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from agents.llm import base as llm_base
-from agents.llm.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
-from agents.models import Execution, ExecutionStatus
 from agents.runtime import store
 from agents.runtime.loop import run_execution
 from bench import common
-from core import realtime, tenancy
-from crm.models import Contact
+from core import realtime
 from tools import executor
 
-EMAIL = "ada@x.io"
 # The parts timed on the run's thread: (owner, attribute, part). Not nested in one another.
 PARTS = (
     (llm_base.Provider, "complete", "model_call"),
     (executor, "_run_handler", "tool_handler"),
     (store.StepTransaction, "save", "writes"),
 )
-
-
-def _script(request: RecordedRequest) -> Step:
-    """Stateless (it serves from its own process): the tool call until the run has as many
-    iterations as its model name says (``split-<id>-<iterations>``), then the final answer."""
-    if request.assistant_turns < int(request.model.rsplit("-", 1)[1]):
-        return tool_call_reply("crm_get_contact", {"email": EMAIL})
-    return text_reply("Done.")
 
 
 @contextmanager
@@ -82,20 +69,12 @@ def _thread_cpu_timers(totals: dict[str, float]) -> Iterator[None]:
 
 def run_once(server: Any, iterations: int) -> dict[str, float]:
     """CPU milliseconds per ReAct iteration, by part, of one run of ``iterations``."""
-    agent = common.make_agent(server, llm_model=f"split-{uuid.uuid4().hex[:8]}-{iterations}")
-    with tenancy.agency_context(agent.agency_id):
-        Contact.objects.create(agency_id=agent.agency_id, first_name="Ada", email=EMAIL)
-        execution = Execution.objects.create(
-            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
-            trigger_type="manual", input="Look Ada up, again and again.",
-        )  # fmt: skip
-        store.record_transition(execution, ExecutionStatus.PENDING, reason="bench", created=True)
-        execution.save()
+    execution = common.pending_execution(common.looping_agent(server, iterations))
     totals: dict[str, float] = defaultdict(float)
     meter = common.CpuMeter(fake_provider=[server.pid], this_process=[os.getpid()])
     with meter, _thread_cpu_timers(totals):
         thread_started = time.thread_time()
-        assert run_execution(execution.id, agency_id=agent.agency_id) == "completed"
+        assert run_execution(execution.id, agency_id=execution.agency_id) == "completed"
         thread_total = time.thread_time() - thread_started
         realtime.flush()
     used = meter.cpu_seconds()
@@ -118,7 +97,7 @@ def main() -> None:
     common.create_database()
     try:
         facts = common.machine_facts()
-        with common.FakeServerProcess(_script) as server:
+        with common.FakeServerProcess(common.iterations_script) as server:
             run_once(server, 3)  # warm-up: imports, prepared statements, connections
             runs = [run_once(server, args.iterations) for _ in range(args.repeat)]
     finally:

@@ -19,33 +19,11 @@ import time
 import uuid
 from typing import Any
 
-from agents.llm.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
-from agents.models import Execution, ExecutionStatus
-from agents.runtime import store
 from agents.runtime.loop import run_execution
 from bench import common
 from core import tenancy
-from crm.models import Contact
 from tools.handlers import ToolContext
 from tools.registry import get_handler
-
-EMAIL = "ada@x.io"
-
-
-def _iterations_of_the_model(request: RecordedRequest) -> Step:
-    """The fake model's script: the tool call until the run has as many iterations as its model
-    name says (``peer-<id>-<iterations>``), then the final answer. Stateless, so that it can
-    serve from its own process."""
-    if request.assistant_turns < int(request.model.rsplit("-", 1)[1]):
-        return tool_call_reply("crm_get_contact", {"email": EMAIL})
-    return text_reply("Done.")
-
-
-def _setup_agent(server: Any, iterations: int) -> Any:
-    agent = common.make_agent(server, llm_model=f"peer-{uuid.uuid4().hex[:8]}-{iterations}")
-    with tenancy.agency_context(agent.agency_id):
-        Contact.objects.create(agency_id=agent.agency_id, first_name="Ada", email=EMAIL)
-    return agent
 
 
 def wal_position() -> int:
@@ -56,14 +34,8 @@ def wal_position() -> int:
 
 
 def run_agentdesk(server: Any, iterations: int) -> dict[str, Any]:
-    agent = _setup_agent(server, iterations)
-    with tenancy.agency_context(agent.agency_id):
-        execution = Execution.objects.create(
-            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
-            trigger_type="manual", input="Look Ada up, again and again.",
-        )  # fmt: skip
-        store.record_transition(execution, ExecutionStatus.PENDING, reason="bench", created=True)
-        execution.save()
+    agent = common.looping_agent(server, iterations)
+    execution = common.pending_execution(agent)
     before = common.database_counters()
     started = time.perf_counter()
     assert run_execution(execution.id, agency_id=agent.agency_id) == "completed"
@@ -110,7 +82,7 @@ def run_langgraph(server: Any, iterations: int, *, sample_wal: bool = False) -> 
     from langgraph.prebuilt import create_react_agent  # noqa: PLC0415
     from pydantic import SecretStr  # noqa: PLC0415
 
-    agent = _setup_agent(server, iterations)
+    agent = common.looping_agent(server, iterations)
     handler = get_handler("crm_get_contact")
     assert handler is not None
     tool_time = [0.0]
@@ -210,7 +182,7 @@ def main() -> None:
     common.create_database()
     try:
         facts = common.machine_facts()
-        with common.FakeServerProcess(_iterations_of_the_model) as server:
+        with common.FakeServerProcess(common.iterations_script) as server:
             run_agentdesk(server, 3)  # warm-up both sides
             run_langgraph(server, 3)
             ours = [run_agentdesk(server, args.iterations) for _ in range(3)]
