@@ -7,7 +7,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from agents.llm.errors import LLMError
+from agents.llm.endpoints import refusal
+from agents.llm.errors import LLMConfigurationError, LLMError
 from agents.llm.retry import backoff_delay
 from agents.llm.types import (
     Completion,
@@ -57,7 +58,7 @@ class Provider(ABC):
             try:
                 return self._complete_once(request, attempt)
             except Exception as exc:
-                error = self._classify(exc)
+                error = self._error_for(exc)
                 if error is None:
                     raise
                 self._retry_or_raise(error, exc, attempt)
@@ -87,7 +88,7 @@ class Provider(ABC):
                     yield event
                 return
             except Exception as exc:
-                error = self._classify(exc)
+                error = self._error_for(exc)
                 if error is None:
                     raise
                 if forwarded:
@@ -131,6 +132,12 @@ class Provider(ABC):
 
     @abstractmethod
     def _stream_once(self, request: CompletionRequest, attempt: int) -> Iterator[StreamEvent]: ...
+
+    def _error_for(self, exc: Exception) -> LLMError | None:
+        refused = refusal(exc)  # the agency's endpoint is not an allowed address: not retried
+        if refused is not None:
+            return LLMConfigurationError(str(refused), provider=self.kind)
+        return self._classify(exc)
 
     @abstractmethod
     def _classify(self, exc: Exception) -> LLMError | None:

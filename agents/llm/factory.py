@@ -30,7 +30,8 @@ def resolve_api_key(config: ProviderConfig) -> str:
         if not config.base_url:
             raise LLMConfigurationError(
                 "The OpenAI-compatible provider needs a base URL (for Ollama "
-                "http://localhost:11434/v1): set it on the agency's LLM provider in admin.",
+                "http://<host>:11434/v1): set it on the agency's LLM provider in admin. A server "
+                "on a private network must also be listed in AGENTDESK_LLM_PRIVATE_NETWORKS.",
                 provider=config.kind,
             )
         # Never the environment's OPENAI_API_KEY: it would be sent to a third-party server.
@@ -38,6 +39,16 @@ def resolve_api_key(config: ProviderConfig) -> str:
     if config.api_key:
         return config.api_key
     env_var = ENV_KEYS[config.kind]
+    if config.base_url:
+        # The platform's key goes only where the platform sends it (the provider's own host, or
+        # the operator's OPENAI_BASE_URL / ANTHROPIC_BASE_URL), never to an endpoint a tenant chose.
+        raise LLMConfigurationError(
+            f"The agency's {config.kind} provider has its own API endpoint ({config.base_url}) "
+            f"but no API key: the platform's {env_var} is never sent to an agency's endpoint. "
+            "Set the API key on the agency's LLM provider (admin: LLM providers), or clear its "
+            "API endpoint to use the platform's key with the provider's own service.",
+            provider=config.kind,
+        )
     key = os.environ.get(env_var, "").strip()
     if not key:
         raise missing_key_error(config.kind, env_var)

@@ -20,9 +20,9 @@ from openai.types.chat import (
 )
 
 from agents.llm.base import CompletionRequest, Provider, Sleep
+from agents.llm.endpoints import http_client
 from agents.llm.errors import LLMError, LLMUnavailable
 from agents.llm.retry import connection_error, error_for_status, parse_retry_after, timeout_error
-from agents.llm.tls import shared_ssl_context
 from agents.llm.types import (
     Completion,
     Message,
@@ -174,7 +174,7 @@ class OpenAIProvider(Provider):
             base_url=config.base_url,
             timeout=config.timeout,
             max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=shared_ssl_context()),
+            http_client=http_client(openai.DefaultHttpxClient, config.base_url),
         )
 
     def close(self) -> None:

@@ -207,6 +207,10 @@ AGENTDESK_LLM_CLIENTS = env.int("AGENTDESK_LLM_CLIENTS", default=8)
 # connection pools of many agencies' keys.
 AGENTDESK_LLM_CLIENT_CACHE = env.int("AGENTDESK_LLM_CLIENT_CACHE", default=256)
 AGENTDESK_LLM_MAX_RETRIES = env.int("AGENTDESK_LLM_MAX_RETRIES", default=2)
+# Networks (CIDR) an agency's own LLM endpoint may be at although they are not public: the
+# operator's model servers (e.g. an Ollama at 10.0.0.5 -> "10.0.0.5/32"). Empty: public only
+# (agents/llm/endpoints.py). Cloud metadata addresses are refused regardless.
+AGENTDESK_LLM_PRIVATE_NETWORKS = env.list("AGENTDESK_LLM_PRIVATE_NETWORKS", default=[])
 # How long a process reuses what it read of tools, risk rules, prices and "no budget" (seconds):
 # they are read on every run or step and change rarely. 0 reads them every time.
 AGENTDESK_CATALOGUE_CACHE_SECONDS = env.float("AGENTDESK_CATALOGUE_CACHE_SECONDS", default=30.0)

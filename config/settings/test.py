@@ -25,3 +25,5 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WHITENOISE_AUTOREFRESH = True
 # Worker and server processes started by tests load these settings too: no per-query logging.
 DEBUG = False
+# The fake provider server listens on loopback: agencies' endpoints may point at it.
+AGENTDESK_LLM_PRIVATE_NETWORKS = ["127.0.0.0/8"]

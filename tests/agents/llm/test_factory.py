@@ -36,13 +36,18 @@ def test_missing_key_fails_before_any_request_and_says_what_to_configure(
     assert fake_llm.request_count == 0
 
 
+# The SDKs' own variables for the platform's endpoint (the operator's, like the keys).
+BASE_URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_key_comes_from_the_environment_when_the_config_has_none(
     kind: ProviderKind, fake_llm: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_VARS[kind], f"env-{kind}-key")
+    monkeypatch.setenv(BASE_URL_VARS[kind], base_url(fake_llm, kind))
     fake_llm.enqueue(text_reply("ok"))
-    config = ProviderConfig(kind=kind, model="fake-model", base_url=base_url(fake_llm, kind))
+    config = ProviderConfig(kind=kind, model="fake-model")
 
     provider = get_provider(config)
     try:
@@ -51,6 +56,22 @@ def test_key_comes_from_the_environment_when_the_config_has_none(
         clear_provider_cache()
 
     assert fake_llm.requests[0].api_key == f"env-{kind}-key"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_platform_key_is_never_sent_to_an_endpoint_the_agency_chose(
+    kind: ProviderKind, fake_llm: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agency that sets its own API endpoint but no key must not receive the platform's."""
+    monkeypatch.setenv(ENV_VARS[kind], f"platform-{kind}-key")
+    config = ProviderConfig(kind=kind, model="fake-model", base_url=base_url(fake_llm, kind))
+
+    with pytest.raises(LLMConfigurationError) as caught:
+        get_provider(config).complete([Message.user("hi")])
+
+    assert "own API endpoint" in str(caught.value)
+    assert ENV_VARS[kind] in str(caught.value)
+    assert fake_llm.request_count == 0
 
 
 def test_openai_compatible_server_works_without_a_key_and_never_gets_the_openai_key(

@@ -1,0 +1,144 @@
+"""Where an SDK client may connect when an agency chose the endpoint.
+
+An agency's LLM provider row may carry its own ``api_endpoint`` (an OpenAI-compatible gateway, a
+vLLM, an Ollama): a URL a tenant typed, which the worker then POSTs to. Left unchecked, that is a
+server-side request to wherever the tenant likes — the cloud metadata service, the platform's own
+Redis or admin ports — with the reply's text shown back in the run's error. So the HTTP client of
+such a configuration connects only to public addresses, or to the networks the operator lists in
+``AGENTDESK_LLM_PRIVATE_NETWORKS`` (their own model servers); cloud metadata addresses never.
+
+The check runs inside the HTTP stack, on every new connection, against the address actually
+connected to (the host is resolved once and the checked address is the one dialled, so a DNS
+answer that changes in between cannot slip past it), and therefore on redirects too. TLS still
+verifies the endpoint's own name: the HTTP library passes it for SNI and certificate checks.
+The address policy is the one ``web_scrape`` enforces (:mod:`tools.net.addresses`).
+
+Endpoints the platform chose (the SDK's default host, or the operator's ``OPENAI_BASE_URL`` /
+``ANTHROPIC_BASE_URL``) are not restricted.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from ipaddress import ip_address, ip_network
+from typing import Any
+
+import httpcore2
+import httpx2
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from agents.llm.tls import shared_ssl_context
+from tools.net.addresses import (
+    METADATA_ADDRESSES,
+    IPAddress,
+    IPNetwork,
+    Resolver,
+    address_block_reason,
+    system_resolver,
+)
+
+SETTING = "AGENTDESK_LLM_PRIVATE_NETWORKS"
+
+
+class EndpointRefused(Exception):
+    """Raised in the HTTP stack before connecting; the providers report it as a configuration
+    error (not retried)."""
+
+
+def refusal(exc: BaseException) -> EndpointRefused | None:
+    """The :class:`EndpointRefused` behind an SDK's connection error, if that was the cause."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, EndpointRefused):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+@functools.cache
+def _parse_networks(values: tuple[str, ...]) -> tuple[IPNetwork, ...]:
+    try:
+        return tuple(ip_network(value.strip(), strict=False) for value in values if value.strip())
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{SETTING}: {exc}") from exc
+
+
+def allowed_private_networks() -> tuple[IPNetwork, ...]:
+    # Read on every connection (cheap: parsed once per value) so that a changed setting applies
+    # to clients built before it.
+    return _parse_networks(tuple(getattr(settings, SETTING, ())))
+
+
+def checked_addresses(host: str, port: int, *, resolver: Resolver = system_resolver) -> list[str]:
+    """``host``'s addresses, every one of them allowed; raises :class:`EndpointRefused` if any
+    is not (a mixed DNS answer is an attack, not a fallback)."""
+    try:
+        addresses: list[IPAddress] = [ip_address(host)]
+    except ValueError:
+        # An OSError here (no such host) is a connection failure like any other: retried.
+        addresses = [ip_address(a.split("%")[0]) for a in resolver(host, port)]
+    allowed = allowed_private_networks()
+    for ip in addresses:
+        reason = address_block_reason(ip)
+        if reason is None:
+            continue
+        if ip not in METADATA_ADDRESSES and any(
+            ip in network for network in allowed if network.version == ip.version
+        ):
+            continue
+        shown = host if host == str(ip) else f"{host} ({ip})"
+        raise EndpointRefused(
+            f"The LLM provider's API endpoint {shown} is {reason}: an agency's own endpoint must "
+            f"be a public address, unless the platform operator allows its network in {SETTING}."
+        )
+    return [str(ip) for ip in addresses]
+
+
+class _AllowedAddressesOnly(httpcore2.SyncBackend):
+    """httpcore's network backend, dialling only checked addresses."""
+
+    def __init__(self, resolver: Resolver = system_resolver) -> None:
+        self._resolver = resolver
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        addresses = checked_addresses(host, port, resolver=self._resolver)
+        failure: Exception | None = None
+        for address in addresses:  # like socket.create_connection: the first that answers
+            try:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                failure = exc
+        assert failure is not None  # a resolver answer is never empty
+        raise failure
+
+
+def http_client(
+    client_class: type[httpx2.Client],
+    base_url: str | None,
+    *,
+    resolver: Resolver = system_resolver,
+) -> httpx2.Client:
+    """The HTTP client for an SDK (its ``DefaultHttpxClient``, which carries the SDK's limits
+    and timeouts), sharing the process's SSL context; restricted as above when ``base_url`` is
+    the agency's own."""
+    if base_url is None:
+        return client_class(verify=shared_ssl_context())
+    # No proxy from the environment: the address check must see the endpoint itself.
+    client = client_class(verify=shared_ssl_context(), trust_env=False)
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    # httpx offers no public way to give its connection pool a network backend; the pool reads
+    # this attribute for every connection it opens. Fail loudly if an upgrade moved it, rather
+    # than run without the check.
+    if not isinstance(pool, httpcore2.ConnectionPool) or not hasattr(pool, "_network_backend"):
+        raise RuntimeError("Cannot restrict the LLM client's connections: httpx2 changed")
+    pool._network_backend = _AllowedAddressesOnly(resolver)
+    return client

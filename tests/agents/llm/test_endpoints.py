@@ -1,0 +1,109 @@
+"""An agency's own LLM endpoint: only public addresses, or the networks the operator allows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+
+from agents.llm.endpoints import EndpointRefused, http_client
+from agents.llm.fake_server import FakeProviderServer, text_reply
+from agents.llm.types import LLMConfigurationError, Message, ProviderKind
+from tests.agents.llm.helpers import MakeProvider
+
+KINDS: list[ProviderKind] = ["openai", "anthropic"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_endpoint_on_loopback_is_refused_before_connecting_unless_allowed(
+    kind: ProviderKind,
+    fake_llm: FakeProviderServer,
+    make_provider: MakeProvider,
+    settings: Any,
+    sleeps: list[float],
+) -> None:
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = []
+    provider = make_provider(kind, sleep=sleeps.append)
+
+    with pytest.raises(LLMConfigurationError) as caught:
+        provider.complete([Message.user("hi")])
+
+    message = str(caught.value)
+    assert "127.0.0.1 is a loopback address" in message
+    assert "AGENTDESK_LLM_PRIVATE_NETWORKS" in message
+    assert caught.value.attempts == 1  # a configuration error: not retried
+    assert sleeps == []
+    assert fake_llm.request_count == 0
+
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = ["127.0.0.1/32"]
+    fake_llm.enqueue(text_reply("allowed now"))
+    assert provider.complete([Message.user("hi")]).text == "allowed now"
+
+
+def test_a_host_name_is_checked_by_every_address_it_resolves_to(
+    fake_llm: FakeProviderServer, make_provider: MakeProvider, settings: Any
+) -> None:
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = []
+    port = fake_llm.openai_base_url.split(":")[2].split("/")[0]
+    provider = make_provider("openai", base_url=f"http://localhost:{port}/v1", max_retries=0)
+
+    with pytest.raises(LLMConfigurationError, match=r"localhost \((127\.0\.0\.1|::1)\) is a"):
+        provider.complete([Message.user("hi")])
+    assert fake_llm.request_count == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_metadata_address_is_refused_even_inside_an_allowed_network(
+    kind: ProviderKind, make_provider: MakeProvider, settings: Any
+) -> None:
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = ["169.254.0.0/16"]
+    provider = make_provider(kind, base_url="http://169.254.169.254/latest", timeout=2.0)
+
+    with pytest.raises(LLMConfigurationError, match="cloud metadata address"):
+        provider.complete([Message.user("hi")])
+
+
+def test_the_checked_address_is_the_one_dialled_and_the_name_is_kept(
+    fake_llm: FakeProviderServer, settings: Any
+) -> None:
+    """Resolved once, checked, then connected to: a DNS answer cannot change in between."""
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = ["127.0.0.0/8"]
+    port = int(fake_llm.openai_base_url.split(":")[2].split("/")[0])
+    lookups: list[str] = []
+
+    def resolver(host: str, _port: int) -> list[str]:
+        lookups.append(host)
+        return ["127.0.0.1"]
+
+    with http_client(httpx2.Client, "http://llm.agency.test", resolver=resolver) as client:
+        response = client.get(f"http://llm.agency.test:{port}/healthz")
+
+    assert response.json() == {"status": "ok"}
+    assert lookups == ["llm.agency.test"]
+
+
+def test_one_disallowed_address_in_a_dns_answer_refuses_the_endpoint(
+    fake_llm: FakeProviderServer, settings: Any
+) -> None:
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = ["127.0.0.0/8"]
+    port = int(fake_llm.openai_base_url.split(":")[2].split("/")[0])
+
+    def mixed(_host: str, _port: int) -> list[str]:
+        return ["127.0.0.1", "10.1.2.3"]
+
+    with (
+        http_client(httpx2.Client, "http://llm.agency.test", resolver=mixed) as client,
+        pytest.raises(EndpointRefused, match=r"10\.1\.2\.3\) is a private address"),
+    ):
+        client.get(f"http://llm.agency.test:{port}/healthz")
+    assert fake_llm.request_count == 0
+
+
+def test_the_platforms_own_endpoint_is_not_restricted(
+    fake_llm: FakeProviderServer, settings: Any
+) -> None:
+    """No base URL on the row: the SDK's host or the operator's OPENAI_BASE_URL, trusted."""
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = []
+    with http_client(httpx2.Client, None) as client:
+        assert client.get(f"{fake_llm.openai_base_url[:-3]}/healthz").json() == {"status": "ok"}
