@@ -8,6 +8,7 @@ again, and a tool whose result is recorded never runs again (the unique idempote
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import os
@@ -125,19 +126,29 @@ class _Run:
         self.snapshot: ConfigSnapshot = execution.config_snapshot
         self.tools = {t["name"]: t for t in self.snapshot["tools"]}
         self.tool_definitions = tool_definitions(self.snapshot)
+        # timeout_seconds bounds the time the run spends running: a run that waited for an
+        # approval or a timer resumes with what it had left (store.running_seconds).
         self.deadline = (execution.started_at or timezone.now()).timestamp() + self.snapshot[
             "timeout_seconds"
         ]
+        # Every tool call id of the conversation: ids must be unique within a run (they are the
+        # tool calls' idempotency keys), whatever a provider sends (see _unique_call_ids).
+        self.call_ids: set[str] = set()
 
     # --- the loop ----------------------------------------------------------------------------
     def run(self) -> str:  # noqa: PLR0911 - each return is one way a run ends
         messages, pending = self._conversation()
+        self.call_ids.update(c.id for m in messages for c in m.tool_calls)
         try:
             provider = self._provider()
         except LLMError as exc:
             return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
         if pending:
-            outcome = self._act(pending, messages, resumed=True)
+            # The reply's calls run in order, so the pending ones are its last: their positions
+            # in the reply continue after the answered ones (max_tool_calls_per_step counts them).
+            reply_calls = next(m.tool_calls for m in reversed(messages) if m.tool_calls)
+            first = len(reply_calls) - len(pending)
+            outcome = self._act(pending, messages, resumed=True, first=first)
             if outcome is not None:
                 return outcome
         price = price_for(
@@ -179,6 +190,7 @@ class _Run:
                 self._release_budget(reservation)
                 return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
             crash_point("model_replied")
+            completion = self._unique_call_ids(completion)
             reply = completion.to_message()
             finished = self._think(completion, reply, price, reservation, started)
             crash_point("think_committed")
@@ -195,7 +207,24 @@ class _Run:
         # A resumed run: rebuild from what was persisted; never repeat a recorded call.
         with tenancy.agency_context(self.execution.agency_id):
             steps = list(self.execution.steps.order_by("step_number"))
+            used = store.running_seconds(self.execution)
+        self.deadline = time.time() + self.snapshot["timeout_seconds"] - used
         return rebuild_messages(self.snapshot, self.execution, steps)
+
+    def _unique_call_ids(self, completion: Completion) -> Completion:
+        """The reply with every tool call id unique in the run. Some OpenAI-compatible servers
+        send no ids, or reuse them across turns; the id keys the call's idempotency, so a repeat
+        would replay an earlier call's result instead of running the tool."""
+        calls = []
+        for sent in completion.tool_calls:
+            call = sent
+            if not call.id or call.id in self.call_ids:
+                call = dataclasses.replace(sent, id=f"call_{uuid.uuid4().hex[:24]}")
+            self.call_ids.add(call.id)
+            calls.append(call)
+        if calls == list(completion.tool_calls):
+            return completion
+        return dataclasses.replace(completion, tool_calls=tuple(calls))
 
     def _provider(self) -> Provider:
         return get_provider(provider_config_for(self.agent, agency_id=self.execution.agency_id))
@@ -267,11 +296,17 @@ class _Run:
 
     # --- act ----------------------------------------------------------------------------------
     def _act(
-        self, calls: list[ToolCall], messages: list[Message], *, resumed: bool = False
+        self,
+        calls: list[ToolCall],
+        messages: list[Message],
+        *,
+        resumed: bool = False,
+        first: int = 0,
     ) -> str | None:
-        """Run the reply's tool calls in order; returns a status when the run parks or ends."""
+        """Run the reply's tool calls in order (``first``: the position of ``calls[0]`` in the
+        reply); returns a status when the run parks or ends."""
         limit = self.snapshot["max_tool_calls_per_step"]
-        for index, call in enumerate(calls):
+        for index, call in enumerate(calls, start=first):
             stop = self._should_stop()
             if stop is not None:
                 return stop

@@ -192,6 +192,23 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
     return Claim(execution, first_claim, tx)
 
 
+def running_seconds(execution: Execution) -> float:
+    """How long the run has been ``running`` before its latest claim (from its transitions):
+    what its ``timeout_seconds`` has used. Time spent waiting for an approval, an answer or a
+    timer does not count; the time until a lost worker's run was taken over does.
+
+    Precondition: inside the execution's agency context.
+    """
+    transitions = StateTransition.objects.filter(execution_id=execution.id).order_by("sequence")
+    used = 0.0
+    since: datetime.datetime | None = None
+    for to_state, at in transitions.values_list("to_state", "created_at"):
+        if since is not None:
+            used += (at - since).total_seconds()
+        since = at if to_state == ExecutionStatus.RUNNING else None
+    return used  # the latest claim's interval is still open: the caller's clock counts it
+
+
 class StepTransaction:
     """Collects one step's writes; :func:`step_transaction` commits them with the lease check."""
 
