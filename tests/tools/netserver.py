@@ -6,9 +6,11 @@ The only network target of these tests: every route is served from this machine'
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import ssl
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,14 +28,25 @@ PAGE = b"""<!doctype html><html><head><title>  Acme &amp; Co  </title>
 <noscript>enable js</noscript></body></html>"""
 META_CHARSET_PAGE = '<html><head><meta charset="windows-1252"><title>Prix</title></head><p>5 €</p>'
 BIG_SIZE = 1_000_000
+DRIP_LINES = 50  # /drip-headers: one header line every 0.1 s, 5 s in all
+
+
+def _gzip_bomb() -> bytes:
+    """~1 KB of gzip that inflates to 1 MB of "a", then a deflate block of the reserved type:
+    a decoder that inflates past the first 1 MB fails on it."""
+    compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+    inflates = compressor.compress(b"a" * BIG_SIZE) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    return inflates + b"\x07" + b"\0" * 64  # BFINAL=1, BTYPE=11 (reserved): "invalid block type"
 
 
 @dataclass
 class Seen:
-    """What the server received: one (path, Host header) per request, and TLS SNI names."""
+    """What the server received: one (path, Host header) per request, and TLS SNI names; the
+    paths of the slow answers it sent to the end (the client waited for all of it)."""
 
     requests: list[tuple[str, str]] = field(default_factory=list)
     sni: list[str | None] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -71,18 +84,36 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass  # the client hung up, as it should
 
+    def _drip_headers(self) -> None:
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n")
+            for line in range(DRIP_LINES):
+                self.wfile.write(f"X-Drip-{line}: {line}\r\n".encode())
+                time.sleep(0.1)
+            self.wfile.write(b"Content-Length: 2\r\nConnection: close\r\n\r\nok")
+        except OSError:
+            return  # the client hung up, as it should
+        with self.server.seen.lock:
+            self.server.seen.finished.append(self.path)
+
     def do_GET(self) -> None:
         with self.server.seen.lock:
             self.server.seen.requests.append((self.path, self.headers.get("Host", "")))
         path = self.path
         if path in _STATIC:
             self._send(*_STATIC[path])
+        elif path in _GZIPPED:
+            self._send(*_GZIPPED[path], Content_Encoding="gzip")
         elif path == "/echo-host":
             self._send(200, self.headers.get("Host", "").encode(), "text/plain")
         elif path == "/big-unsized":
             self._stream(BIG_SIZE // 10_000, b"b" * 10_000, 0, None)
         elif path == "/slow":  # a slow-drip server: a byte every 50 ms, for at most 5 s
             self._stream(100, b"x", 0.05, 100)
+        elif path == "/drip-headers":  # a slow-drip server that never finishes its headers
+            self._drip_headers()
+        elif path.startswith("/encoded?"):  # a body that claims the given Content-Encoding
+            self._send(200, b"<p>compressed?</p>", "text/html", Content_Encoding=path[9:])
         elif path.startswith("/redirect-to?"):
             self._redirect(path.split("?", 1)[1])
         elif path.startswith("/chain/"):
@@ -102,6 +133,11 @@ _STATIC: dict[str, tuple[int, bytes, str]] = {
     "/json": (200, b'{"ok": true}', "application/json"),
     "/image": (200, b"\x89PNG\r\n\x1a\n" + b"\0" * 100, "image/png"),
     "/missing": (404, b"<h1>Not found</h1>", "text/html"),
+}
+# Sent with Content-Encoding: gzip, whatever the request accepted (as some servers do).
+_GZIPPED: dict[str, tuple[int, bytes, str]] = {
+    "/gzip-page": (200, gzip.compress(PAGE), "text/html; charset=utf-8"),
+    "/gzip-bomb": (200, _gzip_bomb(), "text/plain"),
 }
 
 

@@ -261,13 +261,13 @@ def test_without_a_context_of_its_own_every_fetch_verifies_against_one_shared_ca
     """Loaded once per process: a client per hop would load the CA bundle each time (~24 ms)."""
     pki = make_pki(tmp_path, "secure.test")
     verify: list[object] = []
-    original = httpx.Client.__init__
+    original = httpx.HTTPTransport.__init__
 
-    def recording(self: httpx.Client, *args: Any, **kwargs: Any) -> None:
+    def recording(self: httpx.HTTPTransport, *args: Any, **kwargs: Any) -> None:
         verify.append(kwargs.get("verify"))
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(httpx.Client, "__init__", recording)
+    monkeypatch.setattr(httpx.HTTPTransport, "__init__", recording)
     with serve(tls=pki.server_context) as (port, seen):
         for _ in range(2):
             error = _fetch_error(
@@ -403,6 +403,79 @@ def test_a_slow_drip_server_hits_the_total_time_limit(server: tuple[int, Seen]) 
         f"http://127.0.0.1:{port}/slow", timeout_s=0.5, allowed_private_networks=LOOPBACK
     )
     assert error.code == "timeout"
+
+
+def test_a_server_dripping_its_headers_hits_the_total_time_limit(
+    server: tuple[int, Seen],
+) -> None:
+    """The limit covers the headers too, not only the body: the fetch gives up long before the
+    server's 5 s of header lines (ten times the limit) are out; the server notes when it sent
+    them all."""
+    port, seen = server
+    error = _fetch_error(
+        f"http://127.0.0.1:{port}/drip-headers", timeout_s=0.5, allowed_private_networks=LOOPBACK
+    )
+    assert error.code == "timeout"
+    assert seen.requests == [("/drip-headers", f"127.0.0.1:{port}")]
+    assert seen.finished == []  # the fetch returned before the last header line was sent
+
+
+def test_name_resolution_counts_against_the_total_time_limit(network: _Recorder) -> None:
+    """``getaddrinfo`` has no timeout: the fetch stops waiting for a stuck resolver at the
+    deadline instead of holding the worker until the resolver gives up."""
+    release = threading.Event()
+    answered: list[str] = []
+
+    def stuck(host: str, port: int) -> list[str]:
+        release.wait(timeout=5)
+        answered.append(host)
+        return ["127.0.0.1"]
+
+    try:
+        error = _fetch_error(
+            "http://slow-dns.test/",
+            resolver=stuck,
+            timeout_s=0.3,
+            allowed_private_networks=LOOPBACK,
+        )
+        assert (error.code, "slow-dns.test" in str(error)) == ("timeout", True)
+        assert answered == []  # returned while the resolver was still stuck
+    finally:
+        release.set()
+    assert network.connects == []
+
+
+def test_gzip_bodies_are_decoded_but_never_past_max_bytes(server: tuple[int, Seen]) -> None:
+    """Some servers gzip whatever was asked. The bomb inflates to 1 MB and then turns corrupt: a
+    decoder that inflated more than max_bytes (+1) would reach the corruption and fail."""
+    port, _seen = server
+    page = fetch(f"http://127.0.0.1:{port}/gzip-page", allowed_private_networks=LOOPBACK)
+    assert (page.title, page.text) == (
+        "Acme & Co",
+        "Welcome\n\nWe sell anvils.\n\n- Strong\n\n- Cheap",
+    )
+
+    bomb = f"http://127.0.0.1:{port}/gzip-bomb"
+    cut = fetch(bomb, max_bytes=10_000, allowed_private_networks=LOOPBACK)
+    assert (cut.text, cut.truncated) == ("a" * 10_000, True)
+    refused = _fetch_error(
+        bomb, max_bytes=10_000, truncate=False, allowed_private_networks=LOOPBACK
+    )
+    assert refused.code == "too_large"
+    # Allowed to inflate past the first 1 MB, the decoder meets the corruption: a clear error.
+    corrupt = _fetch_error(bomb, max_bytes=2 * BIG_SIZE, allowed_private_networks=LOOPBACK)
+    assert (corrupt.code, "corrupt gzip body" in str(corrupt)) == ("http_error", True)
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "deflate", "compress", "gzip,br", "br,gzip"])
+def test_content_codings_other_than_gzip_are_refused(server: tuple[int, Seen], coding: str) -> None:
+    """httpx would decode br, zstd and deflate a whole network read at a time, unbounded."""
+    port, _seen = server
+    error = _fetch_error(
+        f"http://127.0.0.1:{port}/encoded?{coding}", allowed_private_networks=LOOPBACK
+    )
+    assert error.code == "unsupported_encoding"
+    assert coding in str(error)
 
 
 def test_http_errors_carry_the_status(server: tuple[int, Seen]) -> None:

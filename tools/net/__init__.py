@@ -9,12 +9,15 @@ no connection is reused across hops. Refused: private, loopback, link-local, mul
 unspecified, shared (CGNAT 100.64/10), IPv6 ULA/link-local/site-local, IPv4 addresses embedded in
 IPv6 (mapped, 6to4, NAT64) that are any of these, and cloud metadata addresses.
 
-Limits: a total time (a watchdog shuts the socket at the deadline, so a slow-drip server cannot
-stretch it), a maximum body size (streamed; cut or refused), a maximum text length. HTML becomes
-readable text (title + text, no scripts or styles) with the standard library's parser.
+Limits: a total time over the whole fetch (name resolution, connect, TLS, headers and body of
+every hop: each network operation gets only the time left, so a slow-drip server cannot stretch
+it), a maximum body size counted after decoding (streamed; cut or refused; gzip is inflated only
+up to it, other content codings are refused), a maximum text length. HTML becomes readable text
+(title + text, no scripts or styles) with the standard library's parser.
 
-Modules: ``addresses`` (the address policy and pinning), ``html_text`` (decoding, HTML to text),
-``client`` (the request loop), ``errors``.
+Modules: ``addresses`` (the address policy and pinning), ``deadline`` (the total time limit),
+``body`` (the size-capped, decoded body), ``html_text`` (decoding, HTML to text), ``client`` (the
+request loop), ``errors``.
 """
 
 from tools.net.addresses import (

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import socket
 import ssl
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +12,8 @@ from dataclasses import dataclass
 import httpx
 
 from tools.net.addresses import IPNetwork, Resolver, pin_url, system_resolver
+from tools.net.body import Body, read_body
+from tools.net.deadline import resolver_with_deadline, transport_with_deadline
 from tools.net.errors import FetchError
 from tools.net.html_text import decode_body, html_to_text
 
@@ -33,12 +33,6 @@ class FetchResult:
     truncated: bool  # the body or the text was cut at its limit
 
 
-@dataclass(frozen=True, slots=True)
-class _Body:
-    data: bytes
-    truncated: bool
-
-
 @functools.cache
 def _default_ssl_context() -> ssl.SSLContext:
     """The CA store every fetch verifies against, loaded once per process: a client per hop
@@ -47,46 +41,8 @@ def _default_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)
 
 
-def _shutdown(sock: socket.socket | None) -> None:
-    if sock is not None:
-        with contextlib.suppress(OSError):  # already closed: the read finished first
-            sock.shutdown(socket.SHUT_RDWR)
-
-
-def _read_body(
-    response: httpx.Response, *, max_bytes: int, truncate: bool, deadline: float, url: str
-) -> _Body:
-    declared = response.headers.get("content-length", "")
-    if not truncate and declared.isdigit() and int(declared) > max_bytes:
-        raise FetchError("too_large", f"{url} is {declared} bytes; the limit is {max_bytes}.")
-    # Read timeouts bound each read, not the total: at the deadline the watchdog shuts the socket,
-    # which ends a read that a slow-drip server would otherwise keep alive.
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), _shutdown, (sock,))
-    watchdog.daemon = True
-    watchdog.start()
-    buf = bytearray()
-    try:
-        for chunk in response.iter_bytes():
-            if time.monotonic() > deadline:
-                raise FetchError("timeout", f"Fetching {url} took too long.", url=url)
-            if len(buf) + len(chunk) > max_bytes:
-                if not truncate:
-                    msg = f"{url} is larger than the limit of {max_bytes} bytes."
-                    raise FetchError("too_large", msg, url=url)
-                buf += chunk[: max_bytes - len(buf)]
-                return _Body(bytes(buf), truncated=True)
-            buf += chunk
-    finally:
-        watchdog.cancel()
-    if time.monotonic() > deadline:  # the watchdog cut the body short
-        raise FetchError("timeout", f"Fetching {url} took too long.", url=url)
-    return _Body(bytes(buf), truncated=False)
-
-
 def _content(
-    response: httpx.Response, body: _Body, *, url: str, max_text_chars: int
+    response: httpx.Response, body: Body, *, url: str, max_text_chars: int
 ) -> tuple[str, str, str, bool]:
     media = response.headers.get("content-type", "").split(";")[0].strip().lower()
     is_html = media in _HTML_TYPES or (not media and body.data.lstrip()[:1] == b"<")
@@ -124,6 +80,7 @@ def fetch(
     loopback servers; the tool leaves them at their defaults.
     """
     deadline = time.monotonic() + timeout_s
+    resolver = resolver_with_deadline(resolver, deadline)
     try:
         current = httpx.URL(url.strip())
     except httpx.InvalidURL as exc:
@@ -140,16 +97,21 @@ def fetch(
             "Host": current.netloc.decode("ascii"),
             "User-Agent": USER_AGENT,
             "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
-            "Accept-Encoding": "identity",  # so max_bytes also bounds what gets decompressed
+            "Accept-Encoding": "identity",  # a compressed answer anyway: see tools.net.body
         }
         extensions = {"sni_hostname": current.raw_host.decode("ascii")}
         try:
             # A new client per hop: a pooled TLS connection must never serve another host name.
             # trust_env=False: an HTTP(S)_PROXY from the environment would bypass the pinning.
+            # httpx's Timeout bounds each operation; the transport's network backend is what
+            # ends connect, TLS, headers and body at the deadline (tools.net.deadline).
+            transport = transport_with_deadline(
+                deadline, verify=ssl_context or _default_ssl_context()
+            )
             with httpx.Client(
+                transport=transport,
                 follow_redirects=False,
                 trust_env=False,
-                verify=ssl_context or _default_ssl_context(),
                 timeout=httpx.Timeout(remaining),
             ) as client:
                 request = client.build_request(
@@ -166,13 +128,7 @@ def fetch(
                     if response.status_code >= 400:
                         msg = f"{shown} answered HTTP {response.status_code}."
                         raise FetchError("http_error", msg, url=shown, status=response.status_code)
-                    body = _read_body(
-                        response,
-                        max_bytes=max_bytes,
-                        truncate=truncate,
-                        deadline=deadline,
-                        url=shown,
-                    )
+                    body = read_body(response, max_bytes=max_bytes, truncate=truncate, url=shown)
         except httpx.TimeoutException:
             raise _timeout(shown) from None
         except httpx.InvalidURL as exc:  # a Location header httpx cannot use

@@ -14,6 +14,7 @@ FetchErrorCode = Literal[
     "too_many_redirects",
     "http_error",
     "unsupported_content",
+    "unsupported_encoding",
 ]
 
 
