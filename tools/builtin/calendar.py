@@ -2,6 +2,10 @@
 
 Intervals are half-open, ``[start, end)``: a meeting ending at 10:00 does not conflict with one
 starting at 10:00. Cancelled events never make anyone busy; tentative ones do.
+
+Attendee e-mails are compared case-insensitively: ``calendar_create_event`` stores them
+lower-cased, and availability lower-cases the stored array in SQL too, because rows written by
+the admin (or before this rule) keep whatever case they were typed in.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ import datetime
 import uuid
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.contrib.postgres.fields import ArrayField
+from django.db.models import Func, Q, QuerySet, TextField
 
 from crm.models import CalendarEvent, Contact, EventStatus
 from tools.builtin import _args
@@ -20,7 +25,7 @@ from tools.registry import handler
 
 MAX_EVENT_LENGTH = datetime.timedelta(days=14)
 MAX_WINDOW = datetime.timedelta(days=62)
-MAX_EVENTS_SCANNED = 2_000  # per availability check; the answer says when it was cut
+MAX_EVENTS_SCANNED = 2_000  # per availability check; past the cut nothing is reported free
 MAX_LISTED = 20  # conflicting events listed in an answer
 MAX_ATTENDEES = 100
 
@@ -110,9 +115,13 @@ def _contact_for(ctx: ToolContext, args: dict[str, Any], attendees: list[str]) -
 def calendar_create_event(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     title = _args.text(args, "title", max_length=300, required=True)
     start, end = _window(args, MAX_EVENT_LENGTH)
-    attendees = _args.email_list(
-        args.get("attendees"), "attendees", max_items=MAX_ATTENDEES, required=False
-    )
+    # Stored lower-cased: one spelling per address, whatever case the model wrote it in.
+    attendees = [
+        address.lower()
+        for address in _args.email_list(
+            args.get("attendees"), "attendees", max_items=MAX_ATTENDEES, required=False
+        )
+    ]
     description = _args.text(args, "description", max_length=20_000)
     conflicts = list(_overlapping(ctx, start, end)[:MAX_LISTED])
     event = CalendarEvent.objects.create(
@@ -147,31 +156,63 @@ def calendar_create_event(ctx: ToolContext, args: dict[str, Any]) -> dict[str, A
     }
 
 
-def _busy_filter(ctx: ToolContext, user_ref: object) -> Q:
-    """Events that make one member busy: those they organise or attend (by e-mail)."""
+class _LowerCased(Func):
+    """An e-mail array with every item lower-cased: ``array(SELECT lower(a) FROM unnest(..))``."""
+
+    template = "array(SELECT lower(a) FROM unnest(%(expressions)s) AS a)"
+    output_field = ArrayField(TextField())
+
+
+def _busy_for(
+    ctx: ToolContext, events: QuerySet[CalendarEvent], user_ref: object
+) -> QuerySet[CalendarEvent]:
+    """Those of ``events`` that make one member busy: they organise or attend (by e-mail).
+
+    The e-mail is compared lower-cased against the stored array lower-cased in SQL, not against
+    the stored spelling: the admin writes attendees as typed, and rows from before
+    ``calendar_create_event`` normalised them exist. That is no index lookup (there is none on
+    ``attendees`` anyway), but it only runs on the rows the (agency, start, end) range index
+    already narrowed to the window.
+    """
     user_id, email = _args.member_user(ctx, user_ref, "user_id")
-    attending = Q(attendees__contains=[email]) if email else Q(pk__in=[])
-    return Q(organizer_id=user_id) | attending
+    attending = Q(attending_lower__contains=[email.lower()]) if email else Q(pk__in=[])
+    return events.alias(attending_lower=_LowerCased("attendees")).filter(
+        Q(organizer_id=user_id) | attending
+    )
 
 
 @handler("calendar_check_availability")
 def calendar_check_availability(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     window = _window(args, MAX_WINDOW)
+    tz = window[0].tzinfo
     events = _overlapping(ctx, *window)
     if args.get("user_id"):
-        events = events.filter(_busy_filter(ctx, args["user_id"]))
+        events = _busy_for(ctx, events, args["user_id"])
     scanned = list(events[: MAX_EVENTS_SCANNED + 1])
     truncated = len(scanned) > MAX_EVENTS_SCANNED
+    # Events come by start time, so when the scan is cut every event starting before the first
+    # unscanned one was seen: busy and free are exact up to that start and unknown after it.
+    # Reporting the rest of the window as free would let an agent double-book.
+    known_until = max(scanned[MAX_EVENTS_SCANNED].start_at, window[0]) if truncated else window[1]
     scanned = scanned[:MAX_EVENTS_SCANNED]
     busy = merge_intervals(
         [(max(e.start_at, window[0]), min(e.end_at, window[1])) for e in scanned]
     )
-    return {
+    result: dict[str, Any] = {
         "window": {"start": _args.iso(window[0]), "end": _args.iso(window[1])},
         "is_free": not busy,
-        "busy": _as_dicts(busy, window[0].tzinfo),
-        "free": _as_dicts(free_gaps(window, busy), window[0].tzinfo),
+        "busy": _as_dicts(busy, tz),
+        "free": _as_dicts(free_gaps((window[0], known_until), busy), tz),
         "conflicts": [_event_summary(e) for e in scanned[:MAX_LISTED]],
         "conflict_count": len(scanned),
         "truncated": truncated,
     }
+    if truncated:
+        result["complete_until"] = known_until.astimezone(tz).isoformat()
+        result["note"] = (
+            f"More than {MAX_EVENTS_SCANNED} events overlap the window, so only the time before "
+            "'complete_until' was checked: 'free' lists free time up to then only, and 'busy' "
+            "may miss events after it. Ask again from 'complete_until' (or for one user_id) "
+            "to check the rest."
+        )
+    return result

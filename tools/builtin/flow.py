@@ -1,8 +1,12 @@
 """Flow tools: ``wait`` parks the execution; ``trigger_workflow`` starts subscribed agents.
 
-``ai.*`` event types are the platform's own record (``ai.execution.completed`` starts agents that
-follow other agents' results), so an agent may not forge them; ``ai.workflow.*`` is the part of
-that namespace reserved for agent-triggered workflows.
+``trigger_workflow`` emits ``ai.workflow.<name>`` events and nothing else. Every other event type
+records something that happened on the platform (``crm.contact.created``, ``form.submitted``,
+``ai.execution.completed``) and starts the agents subscribed to it, so a model that could emit one
+could start them with a payload it made up. ``ai.*`` is also closed to API clients, so an
+``ai.workflow.*`` event always comes from an agent. Agents that should run when a workflow is
+triggered subscribe to it like to any event: ``ai.workflow.lead_followup`` in their trigger
+events (the triggering agent itself is not re-started by its own ``ai.*`` events).
 """
 
 from __future__ import annotations
@@ -41,26 +45,33 @@ def wait(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def workflow_event_type(workflow_id: object) -> str:
-    """The event type a workflow id names: a bare name means ``ai.workflow.<name>``."""
+    """The event type a workflow id names: ``<name>`` or ``ai.workflow.<name>`` both mean
+    ``ai.workflow.<name>``; anything else is refused."""
     if not isinstance(workflow_id, str) or not workflow_id.strip():
         raise ToolError(INVALID, "'workflow_id' must be a non-empty string.")
-    name = workflow_id.strip()
-    if "." not in name and _NAME.match(name):
-        name = WORKFLOW_PREFIX + name
-    if len(name) > 200 or not _EVENT_TYPE.match(name):
-        raise ToolError(
-            INVALID,
-            f"'workflow_id' {name[:80]!r} is not a valid event type: use lowercase letters, "
-            "digits and underscores, dot-separated (e.g. 'lead_followup' or "
-            "'sales.lead.qualified').",
-        )
-    if name.startswith("ai.") and not name.startswith(WORKFLOW_PREFIX):
+    given = workflow_id.strip()
+    name = given.removeprefix(WORKFLOW_PREFIX)
+    allowed_form = (
+        f"'workflow_id' must be a workflow name such as 'lead_followup' (emitted as "
+        f"'{WORKFLOW_PREFIX}lead_followup') or '{WORKFLOW_PREFIX}<name>': lowercase letters, "
+        "digits and underscores, dot-separated after the prefix."
+    )
+    if name == given and "." in given and _EVENT_TYPE.match(given):
+        # A platform event type (or another module's): never emitted by an agent.
         raise ToolError(
             "reserved_event_type",
-            f"Event types starting with 'ai.' are emitted by the platform only; {name!r} "
-            f"cannot be triggered. Use a name of your own or '{WORKFLOW_PREFIX}<name>'.",
+            f"{given[:80]!r} is not a workflow: only '{WORKFLOW_PREFIX}*' events can be "
+            f"triggered; other event types are emitted by the platform. {allowed_form}",
+            field="workflow_id",
         )
-    return name
+    event_type = WORKFLOW_PREFIX + name
+    if not _NAME.match(name) or len(event_type) > 200:
+        raise ToolError(
+            INVALID,
+            f"{given[:80]!r} is not a valid workflow name. {allowed_form}",
+            field="workflow_id",
+        )
+    return event_type
 
 
 @handler("trigger_workflow")

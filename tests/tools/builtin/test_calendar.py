@@ -14,7 +14,7 @@ from crm.models import CalendarEvent
 from tests.crm.factories import CalendarEventFactory, ContactFactory
 from tests.factories import MembershipFactory
 from tests.tools.builtin.conftest import call, call_error
-from tools.builtin.calendar import free_gaps, merge_intervals
+from tools.builtin.calendar import MAX_EVENTS_SCANNED, free_gaps, merge_intervals
 from tools.handlers import ToolContext
 
 UTC = datetime.UTC
@@ -194,3 +194,84 @@ def test_interval_helpers() -> None:
     assert merged == [(at(1), at(2.5)), (at(3), at(4))]
     assert free_gaps((at(0), at(5)), merged) == [(at(0), at(1)), (at(2.5), at(3)), (at(4), at(5))]
     assert free_gaps((at(0), at(5)), []) == [(at(0), at(5))]
+
+
+def test_create_event_stores_attendees_lower_cased(ctx: ToolContext) -> None:
+    output = call(
+        ctx,
+        "calendar_create_event",
+        {
+            "title": "Review",
+            "start_time": at(9).isoformat(),
+            "end_time": at(10).isoformat(),
+            "attendees": ["Ada.Lovelace@Example.COM", "ada.lovelace@example.com", "Bob@x.org"],
+        },
+    )
+
+    with tenancy.agency_context(ctx.agency_id):
+        stored = CalendarEvent.objects.get(id=output["event"]["id"]).attendees
+    assert stored == output["event"]["attendees"] == ["ada.lovelace@example.com", "bob@x.org"]
+
+
+@pytest.mark.parametrize(
+    ("member_email", "attendee"),
+    [
+        ("ada.lovelace@example.com", "Ada.Lovelace@Example.COM"),  # e.g. typed in the admin
+        ("Ada.Lovelace@Example.COM", "ada.lovelace@example.com"),
+    ],
+)
+def test_availability_finds_attended_events_whatever_the_email_case(
+    ctx: ToolContext, execution: Execution, member_email: str, attendee: str
+) -> None:
+    member = MembershipFactory.create(agency=execution.agency, user__email=member_email)
+    _event(execution, 9, 10, attendees=["someone@example.com", attendee])
+
+    result = _check(ctx, 8, 12, user_id=str(member.user_id))
+
+    assert result["is_free"] is False
+    assert _hours(result["busy"]) == [(9, 10)]
+    assert _hours(result["free"]) == [(8, 9), (10, 12)]
+
+
+def test_availability_for_a_member_created_event_is_busy_when_asked_by_email(
+    ctx: ToolContext, execution: Execution
+) -> None:
+    MembershipFactory.create(agency=execution.agency, user__email="grace@example.com")
+    call(
+        ctx,
+        "calendar_create_event",
+        {
+            "title": "Sync",
+            "start_time": at(14).isoformat(),
+            "end_time": at(15).isoformat(),
+            "attendees": ["GRACE@Example.com"],
+        },
+    )
+
+    result = _check(ctx, 13, 16, user_id="Grace@EXAMPLE.com")
+
+    assert _hours(result["busy"]) == [(14, 15)]
+
+
+def test_availability_cut_at_the_scan_cap_reports_no_free_time_past_the_cut(
+    ctx: ToolContext, execution: Execution
+) -> None:
+    with tenancy.agency_context(ctx.agency_id):
+        CalendarEvent.objects.bulk_create(
+            CalendarEvent(agency_id=ctx.agency_id, title=f"Hold {n}", start_at=at(9), end_at=at(10))
+            for n in range(MAX_EVENTS_SCANNED)
+        )
+        # The first event past the cap: busy time the scan never sees.
+        CalendarEvent.objects.create(
+            agency_id=ctx.agency_id, title="Late", start_at=at(12), end_at=at(13)
+        )
+
+    result = _check(ctx, 8, 18)
+
+    assert result["truncated"] is True
+    assert result["is_free"] is False
+    assert _hours(result["busy"]) == [(9, 10)]
+    # Free time is only claimed where every event was seen: before the first unscanned start.
+    assert _hours(result["free"]) == [(8, 9), (10, 12)]
+    assert datetime.datetime.fromisoformat(result["complete_until"]) == at(12)
+    assert "complete_until" in result["note"]

@@ -7,8 +7,11 @@ import datetime
 import pytest
 from django.utils import timezone
 
+from agents.models import Execution, TriggerLog
+from agents.services.executions import event_dispatch
 from core import tenancy
 from core.models import ActorType, Event
+from tests.agents.factories import AgentFactory
 from tests.tools.builtin.conftest import call, call_error, call_raw
 from tools.handlers import ToolContext, ToolResult
 
@@ -37,12 +40,15 @@ def test_trigger_workflow_emits_the_event_as_the_agent(ctx: ToolContext) -> None
     output = call(
         ctx,
         "trigger_workflow",
-        {"workflow_id": "sales.lead.qualified", "input_data": {"contact_id": "c-1", "score": 9}},
+        {
+            "workflow_id": "ai.workflow.sales.lead_qualified",
+            "input_data": {"contact_id": "c-1", "score": 9},
+        },
     )
 
     with tenancy.agency_context(ctx.agency_id):
         event = Event.objects.get(id=output["event_id"])
-    assert event.event_type == output["event_type"] == "sales.lead.qualified"
+    assert event.event_type == output["event_type"] == "ai.workflow.sales.lead_qualified"
     assert event.payload["input_data"] == {"contact_id": "c-1", "score": 9}
     assert event.payload["execution_id"] == str(ctx.execution_id)
     assert (event.actor_type, event.actor_id) == (ActorType.AGENT, str(ctx.agent_id))
@@ -66,18 +72,53 @@ def test_trigger_workflow_replayed_call_returns_the_same_event(ctx: ToolContext)
 @pytest.mark.parametrize(
     ("workflow_id", "code"),
     [
+        # Domain events: subscribed agents would start on a payload the model made up.
+        ("crm.contact.created", "reserved_event_type"),
+        ("form.submitted", "reserved_event_type"),
+        ("sales.lead.qualified", "reserved_event_type"),
         ("ai.execution.completed", "reserved_event_type"),
         ("ai.approval.resolved", "reserved_event_type"),
+        ("ai.workflow", "reserved_event_type"),
+        ("ai.workflow.", "invalid_argument"),
+        ("ai.workflow.Bad", "invalid_argument"),
         ("Sales.Lead", "invalid_argument"),
         ("has space", "invalid_argument"),
         ("trailing.", "invalid_argument"),
     ],
 )
-def test_trigger_workflow_refuses_reserved_and_malformed_types(
+def test_trigger_workflow_refuses_anything_but_a_workflow_event(
     ctx: ToolContext, workflow_id: str, code: str
 ) -> None:
     error = call_error(ctx, "trigger_workflow", {"workflow_id": workflow_id})
 
     assert error.code == code
+    assert "ai.workflow.<name>" in error.message  # names the form that is allowed
     with tenancy.agency_context(ctx.agency_id):
         assert not Event.objects.filter(agency_id=ctx.agency_id).exists()
+
+
+def test_trigger_workflow_starts_the_agents_subscribed_to_the_workflow(
+    ctx: ToolContext, execution: Execution
+) -> None:
+    follower = AgentFactory.create(
+        agency=execution.agency,
+        site=execution.site,
+        trigger_events=["ai.workflow.lead_followup"],
+    )
+    bystander = AgentFactory.create(
+        agency=execution.agency, site=execution.site, trigger_events=["crm.contact.created"]
+    )
+    with tenancy.agency_context(ctx.agency_id):  # the triggering agent follows it too
+        execution.agent.trigger_events = ["ai.workflow.lead_followup"]
+        execution.agent.save(update_fields=["trigger_events"])
+
+    output = call(ctx, "trigger_workflow", {"workflow_id": "lead_followup"})
+    with tenancy.agency_context(ctx.agency_id):
+        started = event_dispatch(event=Event.objects.get(id=output["event_id"]))
+        logged = set(TriggerLog.objects.values_list("agent_id", flat=True))
+
+    # Not the agent that triggered it (its own ai.* events never re-start it), nor the bystander.
+    assert [run.agent_id for run in started] == [follower.id]
+    assert started[0].trigger_data["payload"]["execution_id"] == str(ctx.execution_id)
+    assert logged == {follower.id}
+    assert bystander.id not in logged
