@@ -170,6 +170,10 @@ CELERY_TASK_IGNORE_RESULT = True  # Results live in PostgreSQL; Celery only deli
 CELERY_TASK_ACKS_LATE = True  # A worker that dies mid-task leaves the message for another one.
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Model calls are I/O-bound: a worker runs executions on threads, many at once ("The agent
+# runtime" in README). A plain `celery -A config worker` uses these; --pool / --concurrency win.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=64)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "core.beat:DatabaseScheduler"
 CELERY_RESULT_EXPIRES = None  # no result backend, so no `celery.backend_cleanup` entry
