@@ -67,6 +67,15 @@ class AgencyAdmin(NotFoundIs404Mixin, admin.ModelAdmin[Agency]):
             fields += ["slug", "is_active"]
         return fields
 
+    def get_prepopulated_fields(
+        self, request: HttpRequest, obj: Agency | None = None
+    ) -> dict[str, Any]:
+        # A read-only slug has no form field to prepopulate (the change page of an agency
+        # admin, where the enabled modules are edited, raised KeyError 'slug').
+        if not request.user.is_superuser:
+            return {}
+        return dict(super().get_prepopulated_fields(request, obj))
+
 
 @admin.register(Site)
 class SiteAdmin(AgencyScopedAdmin):

@@ -6,12 +6,26 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
+from django.core.validators import RegexValidator
 from django.db import models
 
 
 class User(AbstractUser):
     """The login. An agency user belongs to one agency through :class:`Membership`."""
+
+
+# The platform modules the built-in tools require (``Tool.requires_modules``, migration tools
+# 0003: the CRM, the e-mail outbox and booking for the calendar tools). Seed 004 lists them in its
+# module layer ("CRM │ Forms │ Booking │ Email │ Accounting") but never says where an agency turns
+# one on; ``Agency.enabled_modules`` is that place, and a new agency starts with these.
+BUILTIN_MODULES = ("booking", "crm", "email")
+MODULE_NAME_REGEX = r"^[a-z][a-z0-9_]{0,49}$"
+
+
+def default_enabled_modules() -> list[str]:
+    return list(BUILTIN_MODULES)
 
 
 class Agency(models.Model):
@@ -21,6 +35,28 @@ class Agency(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     is_active = models.BooleanField(default=True)
+    # A tool whose ``requires_modules`` names a module missing here is not offered to this
+    # agency's agents, and a call of it is refused (tools.access).
+    enabled_modules = ArrayField(
+        models.CharField(
+            max_length=50,
+            validators=[
+                RegexValidator(
+                    MODULE_NAME_REGEX,
+                    "A module name is lower-case letters, digits and underscores, starting with "
+                    "a letter (e.g. crm).",
+                )
+            ],
+        ),
+        default=default_enabled_modules,
+        blank=True,
+        help_text=(
+            "Platform modules this agency uses, comma-separated (built in: "
+            + ", ".join(BUILTIN_MODULES)
+            + "). Agents are offered a tool only if every module it requires is listed here; "
+            "removing a module also refuses calls in runs already under way."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

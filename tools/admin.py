@@ -26,6 +26,15 @@ class ToolForm(forms.ModelForm[Tool]):
                 '"properties": {...}, "required": [...]}.'
             ),
             "is_dangerous": "Every call waits for a human approval before it runs.",
+            "requires_permissions": (
+                "Comma-separated. Each is checked like a tool name against the agent's allowed "
+                "and denied tool patterns (denied wins), e.g. 'crm_write' is granted by "
+                "'crm_*'. An agent lacking one is not offered the tool."
+            ),
+            "requires_modules": (
+                "Comma-separated platform modules (e.g. crm, email, booking). The tool is "
+                "offered only to agencies that enabled every one (Agency: enabled modules)."
+            ),
         }
 
     def clean_parameters_schema(self) -> Any:

@@ -3,6 +3,14 @@ the handler, and the ToolCall record — all inside the caller's transaction, so
 writes and the recorded result commit together (a tool is applied at most once).
 
 Every refusal or failure becomes a structured error for the model; the run goes on.
+
+The policy step is DESIGN.md's act step "policy (allowed/denied wildcards, active, agency
+modules)". The run's snapshot holds the tools it was offered (agents.runtime.setup decided their
+names, required permissions and required modules with tools.access). A call of any other tool is
+refused with the reason as the configuration stands now (``missing_permission``,
+``module_disabled``, else ``tool_not_allowed``). A call of an offered tool is refused with
+``module_disabled`` when the agency has turned one of its modules off since the run started:
+modules are the agency's switch, not part of the agent configuration a snapshot freezes.
 """
 
 from __future__ import annotations
@@ -18,12 +26,13 @@ from typing import Any, NotRequired, TypedDict
 
 from django.db import connection, transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from agents.llm import ToolCall as LLMToolCall
 from approvals.models import Approval, ApprovalStatus
 from approvals.risk import RiskDecision, assess_risk
 from core import fastdb
-from tools import ratelimit, registry
+from tools import access, ratelimit, registry, selectors
 from tools.handlers import ToolContext, ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
 from tools.validation import describe_argument_errors, validate_arguments
@@ -41,6 +50,9 @@ class ToolPolicy(TypedDict):
     dangerous: NotRequired[bool]
     rate_limit_per_minute: NotRequired[int | None]
     rate_limit_per_hour: NotRequired[int | None]
+    # Checked at every call against the agency's enabled modules. Absent in snapshots taken
+    # before modules were enforced: those runs keep what they started with.
+    requires_modules: NotRequired[list[str]]
 
 
 @dataclass
@@ -101,14 +113,11 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
     seconds = 0.0  # the handler's own run time; refusals run nothing
     outcome: ToolOutcome
     if policy is None:
-        outcome = ToolOutcome(
-            _error(
-                "tool_not_allowed",
-                f"Tool {call.name!r} is not available to this agent.",
-                available=sorted(request.tools),
-            ),
-            ToolCallStatus.DENIED,
-        )
+        outcome = _not_offered(request)
+    elif (disabled := _module_disabled(request, policy)) is not None:
+        # Before the approval branch too: an approved call of a module turned off meanwhile
+        # does not run.
+        outcome = disabled
     elif call.arguments_error:
         outcome = ToolOutcome(
             _error("invalid_arguments", f"Arguments are not valid JSON: {call.arguments_error}"),
@@ -164,18 +173,79 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
     return outcome
 
 
+def _not_offered(request: CallRequest) -> ToolOutcome:
+    """A call of a tool the run was not offered (the model guessed it, or it was offered in an
+    earlier run): refused, with the specific reason when the tool exists for this agency and
+    fails a permission or module check now. Off the hot path, so it may read the rows."""
+    name = request.call.name
+    decision = selectors.tool_access_now(
+        agency_id=request.agency_id, agent_id=request.agent_id, tool_name=name
+    )
+    if decision is not None and decision.code in {
+        access.MISSING_PERMISSION,
+        access.MODULE_DISABLED,
+    }:
+        return ToolOutcome(
+            _error(decision.code, decision.message, **decision.details()), ToolCallStatus.DENIED
+        )
+    return ToolOutcome(
+        _error(
+            access.TOOL_NOT_ALLOWED,
+            f"Tool {name!r} is not available to this agent.",
+            available=sorted(request.tools),
+        ),
+        ToolCallStatus.DENIED,
+    )
+
+
+def _module_disabled(request: CallRequest, policy: ToolPolicy) -> ToolOutcome | None:
+    required = policy.get("requires_modules")
+    if not required:
+        return None  # most tools need no module: no lookup at all
+    # A per-process cache (tools.selectors): no round trip on the hot path.
+    disabled = access.missing_modules(required, selectors.agency_enabled_modules(request.agency_id))
+    if not disabled:
+        return None
+    return ToolOutcome(
+        _error(
+            access.MODULE_DISABLED,
+            access.module_disabled_message(request.call.name, disabled),
+            disabled_modules=disabled,
+        ),
+        ToolCallStatus.DENIED,
+    )
+
+
 def _rate_limited(request: CallRequest, policy: ToolPolicy) -> ToolOutcome | None:
     per_minute = policy.get("rate_limit_per_minute")
     per_hour = policy.get("rate_limit_per_hour")
     if not per_minute and not per_hour:
         return None  # no Redis round trip for unlimited tools
-    result = ratelimit.check_and_consume(
-        ratelimit.get_redis(),
-        agent_id=request.agent_id,
-        tool_name=request.call.name,
-        per_minute=per_minute,
-        per_hour=per_hour,
-    )
+    try:
+        result = ratelimit.check_and_consume(
+            ratelimit.get_redis(),
+            agent_id=request.agent_id,
+            tool_name=request.call.name,
+            per_minute=per_minute,
+            per_hour=per_hour,
+        )
+    except RedisError as exc:
+        # Fail closed: a limit that cannot be counted is not waived (a runaway agent is what
+        # it is there for), but the run goes on — the model may retry or continue without.
+        logger.warning(
+            "tool %s: rate limiter unavailable (%s: %s); call refused",
+            request.call.name,
+            type(exc).__name__,
+            exc,
+        )
+        return ToolOutcome(
+            _error(
+                "rate_limit_unavailable",
+                f"Tool {request.call.name!r} was not run: its rate limit could not be checked "
+                "right now. Try again later, or continue without it.",
+            ),
+            ToolCallStatus.FAILED,
+        )
     if result.allowed:
         return None
     return ToolOutcome(

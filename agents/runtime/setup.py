@@ -11,29 +11,42 @@ from agents.runtime.context import ConfigSnapshot, build_system_prompt
 from core.catalogue import CatalogueCache
 from memory.models import Memory
 from tools import registry
+from tools.access import decide_tool
 from tools.executor import ToolPolicy
 from tools.models import Tool
-from tools.patterns import is_tool_allowed
+from tools.selectors import agency_enabled_modules
 
 MEMORY_LIMIT = 10
 
 
-# The tool catalogue changes rarely and every run starts by reading it: kept per agency and tool
-# patterns (core.catalogue).
+# The tool catalogue changes rarely and every run starts by reading it: kept per agency, tool
+# patterns and enabled modules (core.catalogue).
 _tools = CatalogueCache[list[ToolPolicy]]()
 
 
 def usable_tools(agent: Agent) -> list[ToolPolicy]:
-    """Active tools the agent's patterns allow (denied wins) that have a handler installed."""
-    key = (agent.agency_id, tuple(agent.allowed_tools), tuple(agent.denied_tools))
-    return _tools.get(key, lambda: _load_tools(agent))
+    """The tools a run of ``agent`` is offered (tools.access): active, with a handler installed,
+    the name allowed by the agent's patterns (denied wins), every required permission granted by
+    the same patterns and every required module enabled for the agency."""
+    modules = agency_enabled_modules(agent.agency_id)
+    key = (
+        agent.agency_id,
+        tuple(agent.allowed_tools),
+        tuple(agent.denied_tools),
+        tuple(sorted(modules)),
+    )
+    return _tools.get(key, lambda: _load_tools(agent, modules))
 
 
 def clear_tool_cache() -> None:
     _tools.clear()
 
 
-def _load_tools(agent: Agent) -> list[ToolPolicy]:
+def _load_tools(agent: Agent, modules: frozenset[str]) -> list[ToolPolicy]:
+    """Seed 004's ``getAvailableTools`` (name patterns) joined with its ``PermissionChecker``
+    (required permissions against the same ``allowed_tools`` / ``denied_tools``) and the agency's
+    modules: a tool failing any check is left out of the run's tool definitions, so the model
+    is never offered it. A call of it anyway is refused by tools.executor."""
     tools = Tool.objects.filter(
         Q(agency_id=agent.agency_id) | Q(agency__isnull=True), is_active=True
     )
@@ -42,7 +55,15 @@ def _load_tools(agent: Agent) -> list[ToolPolicy]:
     for tool in tools.order_by("name"):
         if tool.name not in installed:
             continue
-        if not is_tool_allowed(tool.name, agent.allowed_tools, agent.denied_tools):
+        access = decide_tool(
+            tool.name,
+            requires_permissions=tool.requires_permissions,
+            requires_modules=tool.requires_modules,
+            allowed=agent.allowed_tools,
+            denied=agent.denied_tools,
+            enabled_modules=modules,
+        )
+        if not access.allowed:
             continue
         policies.append(
             {
@@ -53,6 +74,8 @@ def _load_tools(agent: Agent) -> list[ToolPolicy]:
                 "dangerous": tool.is_dangerous,
                 "rate_limit_per_minute": tool.rate_limit_per_minute,
                 "rate_limit_per_hour": tool.rate_limit_per_hour,
+                # Checked again at each call: the agency may turn a module off mid-run.
+                "requires_modules": list(tool.requires_modules),
             }
         )
     return policies
