@@ -15,8 +15,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.schedules import InvalidCron, parse_cron
+from tools.access import decide_tool
 from tools.models import Tool
-from tools.patterns import effective_tools
+from tools.selectors import agency_enabled_modules
 
 
 def describe_cron(expression: str) -> str:
@@ -50,18 +51,27 @@ def schedule_summary(expression: str, *, active: bool) -> str:
     return f"{text}." if active else f"{text} (once the agent is active)."
 
 
-def visible_tool_names(agency_id: uuid.UUID) -> list[str]:
-    """Active tools the agency can use: its own and the platform's."""
-    return list(
-        Tool.objects.filter(is_active=True)
-        .filter(Q(agency_id=agency_id) | Q(agency__isnull=True))
-        .values_list("name", flat=True)
-    )
-
-
 def agent_effective_tools(
     agency_id: uuid.UUID, allowed: list[str], denied: list[str]
 ) -> tuple[list[str], int]:
-    """The tool names the agent may call and how many active tools there are to choose from."""
-    names = visible_tool_names(agency_id)
-    return effective_tools(names, allowed, denied), len(names)
+    """The tool names the agent may call — decided as a run decides them (name patterns,
+    required permissions, the agency's modules) — and how many active tools there are."""
+    tools = list(
+        Tool.objects.filter(is_active=True)
+        .filter(Q(agency_id=agency_id) | Q(agency__isnull=True))
+        .values_list("name", "requires_permissions", "requires_modules")
+    )
+    modules = agency_enabled_modules(agency_id)
+    names = [
+        name
+        for name, permissions, required_modules in tools
+        if decide_tool(
+            name,
+            requires_permissions=permissions,
+            requires_modules=required_modules,
+            allowed=allowed,
+            denied=denied,
+            enabled_modules=modules,
+        ).allowed
+    ]
+    return sorted(names), len(tools)

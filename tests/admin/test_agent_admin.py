@@ -247,6 +247,24 @@ def test_effective_tools_lists_active_visible_tools_allowed_and_not_denied(
     ]
 
 
+def test_effective_tools_leave_out_tools_missing_a_permission_or_an_enabled_module(
+    client: Client, site: Site
+) -> None:
+    """The page shows what a run is offered: required permissions and modules count too."""
+    ToolFactory.create(agency=site.agency, name="crm_export", requires_permissions=["crm_bulk"])
+    ToolFactory.create(agency=site.agency, name="crm_invoice", requires_modules=["accounting"])
+    agent = AgentFactory.create(
+        agency=site.agency, site=site, allowed_tools=["crm_*"], denied_tools=["crm_bulk"]
+    )
+    page = client.get(change_url(agent)).content.decode()
+    listed = re.search(r"<ul class='effective-tools'>(.*?)</ul>", page, re.DOTALL)
+    assert listed is not None
+    names = re.findall(r">([a-z_]+)</a>", listed.group(1))
+    assert "crm_get_contact" in names
+    assert "crm_export" not in names
+    assert "crm_invoice" not in names
+
+
 def test_an_agent_with_no_allowed_tools_says_it_cannot_act(client: Client, site: Site) -> None:
     agent = AgentFactory.create(agency=site.agency, site=site, allowed_tools=[])
     page = client.get(change_url(agent)).content.decode()
