@@ -14,6 +14,7 @@ from core.models import ActorType, Event
 from tests.agents.factories import AgentFactory
 from tests.tools.builtin.conftest import call, call_error, call_raw
 from tools.handlers import ToolContext, ToolResult
+from tools.models import Tool
 
 
 def test_wait_parks_the_execution_until_a_time_in_the_future(ctx: ToolContext) -> None:
@@ -122,3 +123,11 @@ def test_trigger_workflow_starts_the_agents_subscribed_to_the_workflow(
     assert started[0].trigger_data["payload"]["execution_id"] == str(ctx.execution_id)
     assert logged == {follower.id}
     assert bystander.id not in logged
+
+
+@pytest.mark.django_db
+def test_the_model_is_told_which_events_trigger_workflow_emits() -> None:
+    with tenancy.platform_context():
+        tool = Tool.objects.get(name="trigger_workflow", agency__isnull=True)
+    assert "ai.workflow.<workflow_id>" in tool.description
+    assert "lead_followup" in tool.parameters_schema["properties"]["workflow_id"]["description"]
