@@ -6,6 +6,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from agents.llm.endpoints import refusal
 from agents.llm.errors import LLMConfigurationError, LLMError
@@ -17,6 +18,7 @@ from agents.llm.types import (
     ProviderKind,
     StreamEvent,
     ToolDefinition,
+    UsageUpdate,
 )
 
 Sleep = Callable[[float], None]
@@ -75,15 +77,27 @@ class Provider(ABC):
     ) -> Iterator[StreamEvent]:
         """Deltas as they arrive, then a `StreamDone` carrying the whole `Completion`.
 
-        A failure before the first event is retried like `complete`; once events went out to the
-        caller, a failure raises at once (a retry would replay text the caller already forwarded).
+        A failure before the reply's first text or tool-call event is retried like `complete`;
+        after one went out to the caller, a failure raises at once (a retry would replay text the
+        caller already forwarded). A stream that ends before the provider's final event raises
+        `LLMUnavailable` ("stream ended early"), never a `StreamDone` with a partial reply.
         """
         request = self._request(messages, tools, model, temperature, max_tokens)
         attempt = 1
         while True:
             forwarded = False
+            # Usage alone (Anthropic's message_start) is held back until the reply's content
+            # starts: a failure right after it is still retried, and the caller never sees an
+            # abandoned attempt's counts.
+            held: UsageUpdate | None = None
             try:
                 for event in self._stream_once(request, attempt):
+                    if isinstance(event, UsageUpdate) and not forwarded:
+                        held = event
+                        continue
+                    if held is not None:
+                        yield held
+                        held = None
                     forwarded = True
                     yield event
                 return
@@ -93,7 +107,7 @@ class Provider(ABC):
                     raise
                 if forwarded:
                     error.attempts = attempt
-                    raise error from exc
+                    _raise(error, exc)
                 self._retry_or_raise(error, exc, attempt)
             attempt += 1
 
@@ -120,7 +134,7 @@ class Provider(ABC):
     def _retry_or_raise(self, error: LLMError, cause: Exception, attempt: int) -> None:
         error.attempts = attempt
         if not error.retryable or attempt > self.config.max_retries:
-            raise error from cause
+            _raise(error, cause)
         self._sleep(backoff_delay(self.config, attempt=attempt, retry_after=error.retry_after))
 
     @staticmethod
@@ -134,6 +148,8 @@ class Provider(ABC):
     def _stream_once(self, request: CompletionRequest, attempt: int) -> Iterator[StreamEvent]: ...
 
     def _error_for(self, exc: Exception) -> LLMError | None:
+        if isinstance(exc, LLMError):  # the provider's own verdict on the response
+            return exc
         refused = refusal(exc)  # the agency's endpoint is not an allowed address: not retried
         if refused is not None:
             return LLMConfigurationError(str(refused), provider=self.kind)
@@ -142,3 +158,9 @@ class Provider(ABC):
     @abstractmethod
     def _classify(self, exc: Exception) -> LLMError | None:
         """The typed error for an SDK exception, or None to let an unexpected exception through."""
+
+
+def _raise(error: LLMError, cause: Exception) -> NoReturn:
+    if error is cause:
+        raise error
+    raise error from cause

@@ -11,7 +11,8 @@ import email.utils
 import math
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from agents.llm.errors import (
     LLMBadRequest,
@@ -101,3 +102,30 @@ def connection_error(*, provider: str, base_url: str, detail: str) -> LLMUnavail
     return LLMUnavailable(
         f"Could not reach the {provider} provider at {base_url}: {detail}", provider=provider
     )
+
+
+def malformed_response(*, provider: str, detail: str) -> LLMUnavailable:
+    """A 200 whose body breaks the wire format (no choices, a tool call without a name...): a
+    broken or overloaded server more often than not, so retried like an outage."""
+    return LLMUnavailable(
+        f"The {provider} provider sent a malformed response: {detail}", provider=provider
+    )
+
+
+def stream_ended_early(*, provider: str, detail: str) -> LLMUnavailable:
+    """A stream that stopped before its final event: the reply may be cut anywhere, so it is not
+    a reply at all."""
+    return LLMUnavailable(
+        f"The {provider} provider's stream ended early: {detail}", provider=provider
+    )
+
+
+@contextmanager
+def reading_response(provider: str) -> Iterator[None]:
+    """Around the reading of a response. The SDKs build their models without validating them
+    (a missing field becomes None, a wrong type stays), so a shape the providers do not check
+    for would surface as an AttributeError or a TypeError: a malformed response instead."""
+    try:
+        yield
+    except (AttributeError, TypeError, KeyError, IndexError) as exc:
+        raise malformed_response(provider=provider, detail=f"{type(exc).__name__}: {exc}") from exc

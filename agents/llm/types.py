@@ -7,6 +7,7 @@ the `*Dict` TypedDicts are the JSON shapes persisted in execution steps.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -89,7 +90,13 @@ class ToolCall:
     arguments_error: str | None = None
 
     @classmethod
-    def from_raw(cls, *, id: str, name: str, raw_arguments: str) -> ToolCall:
+    def from_raw(cls, *, id: str, name: str, raw_arguments: object) -> ToolCall:
+        """`raw_arguments` as the provider sent it: a JSON string by the specification, but some
+        OpenAI-compatible servers send the object itself (kept as its JSON text) or nothing."""
+        if raw_arguments is None:
+            raw_arguments = ""
+        elif not isinstance(raw_arguments, str):
+            raw_arguments = json.dumps(raw_arguments)
         if not raw_arguments.strip():
             return cls(id=id, name=name, arguments={}, raw_arguments=raw_arguments)
         error: str | None = None
@@ -116,6 +123,21 @@ class ToolCall:
     @classmethod
     def from_dict(cls, data: ToolCallDict) -> ToolCall:
         return cls.from_raw(id=data["id"], name=data["name"], raw_arguments=data["raw_arguments"])
+
+
+def new_tool_call_id() -> str:
+    return f"call_{uuid.uuid4().hex}"
+
+
+def unique_call_id(call_id: object, seen: set[str]) -> str:
+    """The id the model gave a call, or a fresh one when it gave none (some OpenAI-compatible
+    servers), an empty one, or one an earlier call of the same reply already has: the id pairs
+    the call with its result and keys its idempotency, so one reply's ids must be distinct.
+    `seen` holds the reply's ids so far and gains the one returned."""
+    if not isinstance(call_id, str) or not call_id or call_id in seen:
+        call_id = new_tool_call_id()
+    seen.add(call_id)
+    return call_id
 
 
 @dataclass(frozen=True, slots=True)

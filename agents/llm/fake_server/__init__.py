@@ -5,6 +5,7 @@ Messages wire formats, replaying scripts. Used by tests, benchmarks and local de
 from agents.llm.fake_server.script import (
     Hang,
     HttpError,
+    RawReply,
     RecordedRequest,
     Reply,
     Responder,
@@ -28,6 +29,7 @@ __all__ = [
     "FakeProviderServer",
     "Hang",
     "HttpError",
+    "RawReply",
     "RecordedRequest",
     "Reply",
     "Responder",

@@ -21,7 +21,11 @@ class ScriptedToolCall:
     name: str
     # A mapping is sent as JSON; a string is sent verbatim, so it can be malformed on purpose.
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None  # None: a fresh id in the wire's style (call_..., toolu_...)
+    id: str | None = None  # None: a fresh id in the wire's style (call_..., toolu_...); "" is sent
+    # What some OpenAI-compatible servers send, to exercise the client's defences:
+    omit_id: bool = False  # no `id` key at all (both wires)
+    omit_type: bool = False  # OpenAI: no `"type": "function"`
+    object_arguments: bool = False  # OpenAI: `arguments` as a JSON object, not a string
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,13 @@ class Reply:
     cache_write_tokens: int = 0
     stop: Stop | None = None  # None: "tool_calls" when there are tool calls, else "end"
     latency: float | None = None  # seconds before answering; None: the server's latency
+    # Streamed only: send just the first `stream_events` events (negative: all but the last
+    # -n; OpenAI's `data: [DONE]` counts as one), then end the response normally: a stream cut
+    # off before its final event.
+    stream_events: int | None = None
+    # Streamed only: after the events sent, an error event instead of the rest (Anthropic's
+    # `event: error`, OpenAI's `data: {"error": ...}`), e.g. HttpError(529) for overloaded_error.
+    stream_error: HttpError | None = None
 
     @property
     def stop_reason(self) -> Stop:
@@ -56,7 +67,15 @@ class Hang:
     seconds: float = 30.0
 
 
-Step = Reply | HttpError | Hang
+@dataclass(frozen=True, slots=True)
+class RawReply:
+    """A JSON body sent verbatim, for shapes no real API sends (no choices, no content)."""
+
+    body: Mapping[str, Any]
+    status: int = 200
+
+
+Step = Reply | HttpError | Hang | RawReply
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,11 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from agents.llm.fake_server import wire
+from agents.llm.fake_server.conversation import order_error
 from agents.llm.fake_server.script import (
     Hang,
     HttpError,
+    RawReply,
     RecordedRequest,
     Reply,
     Responder,
@@ -97,6 +99,9 @@ class _Handler(BaseHTTPRequestHandler):
             extra = {} if step.retry_after is None else {"retry-after": f"{step.retry_after:g}"}
             self._send_json(step.status, wire.error_body(request.wire, step), extra)
             return
+        if isinstance(step, RawReply):
+            self._send_json(step.status, dict(step.body))
+            return
         latency = self.fake.latency if step.latency is None else step.latency
         if latency > 0 and self.fake.stopping.wait(latency):
             self.close_connection = True
@@ -111,14 +116,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(200, wire.anthropic_message(reply, model))
             return
-        if request.wire == "openai":
-            options = request.body.get("stream_options") or {}
-            events = wire.openai_stream(
-                reply, model, include_usage=bool(options.get("include_usage"))
-            )
-        else:
-            events = wire.anthropic_stream(reply, model)
-        self._send_events(events)
+        options = request.body.get("stream_options") or {}
+        include_usage = bool(options.get("include_usage"))
+        self._send_events(wire.stream(request.wire, reply, model, include_usage=include_usage))
 
     def _request_id_header(self) -> tuple[str, str]:
         return ("x-request-id", f"req_{uuid.uuid4().hex[:24]}")
@@ -266,7 +266,8 @@ class FakeProviderServer:
     def handle(
         self, route: Wire, path: str, headers: dict[str, str], body: dict[str, Any]
     ) -> tuple[RecordedRequest, Step | None]:
-        """Record the request and take the next step of its script."""
+        """Record the request and take the next step of its script; a conversation the real API
+        would refuse is answered 400 without taking a step."""
         with self._lock:
             key = headers.get(SCRIPT_HEADER)
             if key is None and body.get("model") in self._scripts:
@@ -276,4 +277,7 @@ class FakeProviderServer:
             self._count += 1
             if self.record:
                 self._requests.append(request)
+        problem = order_error(route, body)
+        if problem is not None:
+            return request, HttpError(400, message=problem)
         return request, script.next_step(request)

@@ -22,6 +22,11 @@ _ANTHROPIC_ERROR_TYPES = {
     429: "rate_limit_error",
     529: "overloaded_error",
 }
+_OPENAI_ERROR_TYPES = {
+    400: "invalid_request_error",
+    404: "invalid_request_error",
+    429: "rate_limit_exceeded",
+}
 _ARGUMENT_PIECE = 12  # streamed tool arguments arrive in pieces, as the real APIs send them
 
 
@@ -38,7 +43,23 @@ def _raw_arguments(call: ScriptedToolCall) -> str:
 
 
 def _call_id(call: ScriptedToolCall, prefix: str) -> str:
-    return call.id or f"{prefix}{uuid.uuid4().hex[:24]}"
+    return call.id if call.id is not None else f"{prefix}{uuid.uuid4().hex[:24]}"
+
+
+def _openai_call(call: ScriptedToolCall, *, arguments: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": _call_id(call, "call_"), "type": "function"}
+    if call.omit_id:
+        del data["id"]
+    if call.omit_type:
+        del data["type"]
+    data["function"] = {"name": call.name, "arguments": arguments}
+    return data
+
+
+def _openai_arguments(call: ScriptedToolCall) -> Any:
+    if call.object_arguments and not isinstance(call.arguments, str):
+        return dict(call.arguments)
+    return _raw_arguments(call)
 
 
 def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
@@ -48,10 +69,24 @@ def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
 
 def error_body(wire: Wire, error: HttpError) -> dict[str, Any]:
     if wire == "openai":
-        kind = "rate_limit_exceeded" if error.status == 429 else "server_error"
+        kind = _OPENAI_ERROR_TYPES.get(error.status, "server_error")
         return {"error": {"message": error.message, "type": kind, "param": None, "code": kind}}
     kind = _ANTHROPIC_ERROR_TYPES.get(error.status, "api_error")
     return {"type": "error", "error": {"type": kind, "message": error.message}}
+
+
+def stream(wire: Wire, reply: Reply, model: str, *, include_usage: bool) -> list[bytes]:
+    """The reply's events, cut and ended with an error event as the reply asks."""
+    if wire == "openai":
+        events = list(openai_stream(reply, model, include_usage=include_usage))
+    else:
+        events = list(anthropic_stream(reply, model))
+    if reply.stream_events is not None:
+        events = events[: reply.stream_events]
+    if reply.stream_error is not None:
+        body = error_body(wire, reply.stream_error)
+        events.append(_sse(body) if wire == "openai" else _sse(body, "error"))
+    return events
 
 
 # OpenAI Chat Completions ----------------------------------------------------------------------
@@ -74,12 +109,7 @@ def openai_completion(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {
-                "id": _call_id(call, "call_"),
-                "type": "function",
-                "function": {"name": call.name, "arguments": _raw_arguments(call)},
-            }
-            for call in reply.tool_calls
+            _openai_call(call, arguments=_openai_arguments(call)) for call in reply.tool_calls
         ]
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -116,13 +146,11 @@ def openai_stream(reply: Reply, model: str, *, include_usage: bool) -> Iterator[
     for word in _words(reply.text):
         yield chunk({"content": word})
     for index, call in enumerate(reply.tool_calls):
-        opening = {
-            "index": index,
-            "id": _call_id(call, "call_"),
-            "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }
-        yield chunk({"tool_calls": [opening]})
+        if call.object_arguments:  # the whole object in the opening chunk, as some servers do
+            opening = {"index": index, **_openai_call(call, arguments=_openai_arguments(call))}
+            yield chunk({"tool_calls": [opening]})
+            continue
+        yield chunk({"tool_calls": [{"index": index, **_openai_call(call, arguments="")}]})
         for piece in _pieces(_raw_arguments(call)):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, _OPENAI_FINISH[reply.stop_reason])
@@ -154,17 +182,16 @@ def _anthropic_usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
     }
 
 
+def _tool_use(call: ScriptedToolCall, tool_input: Any) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_use", "id": _call_id(call, "toolu_")}
+    if call.omit_id:
+        del block["id"]
+    return {**block, "name": call.name, "input": tool_input}
+
+
 def anthropic_message(reply: Reply, model: str) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
-    content += [
-        {
-            "type": "tool_use",
-            "id": _call_id(call, "toolu_"),
-            "name": call.name,
-            "input": _anthropic_input(call),
-        }
-        for call in reply.tool_calls
-    ]
+    content += [_tool_use(call, _anthropic_input(call)) for call in reply.tool_calls]
     return {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
@@ -197,7 +224,7 @@ def anthropic_stream(reply: Reply, model: str) -> Iterator[bytes]:
         yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
         index = 1
     for call in reply.tool_calls:
-        block = {"type": "tool_use", "id": _call_id(call, "toolu_"), "name": call.name, "input": {}}
+        block = _tool_use(call, {})
         yield _sse(
             {"type": "content_block_start", "index": index, "content_block": block},
             "content_block_start",

@@ -38,6 +38,25 @@ def test_tool_call_keeps_bad_arguments_with_an_error(raw: str, error: str) -> No
     assert error in call.arguments_error
 
 
+@pytest.mark.parametrize(
+    ("raw", "arguments", "text", "error"),
+    [
+        ({"id": 42}, {"id": 42}, '{"id": 42}', None),  # the object, from some servers
+        (None, {}, "", None),  # no arguments at all
+        ([1, 2], {}, "[1, 2]", "must be a JSON object, got list"),
+    ],
+)
+def test_tool_call_takes_arguments_that_are_not_a_string(
+    raw: object, arguments: dict[str, object], text: str, error: str | None
+) -> None:
+    call = ToolCall.from_raw(id="c1", name="t", raw_arguments=raw)
+
+    assert call.arguments == arguments
+    assert call.raw_arguments == text
+    assert (call.arguments_error is None) == (error is None)
+    assert error is None or error in (call.arguments_error or "")
+
+
 def test_messages_round_trip_through_their_persisted_form() -> None:
     call = ToolCall.from_raw(id="c1", name="crm_get_contact", raw_arguments='{"id": 4')
     messages = [
