@@ -154,6 +154,9 @@ class Agent(AgentConfig, AgencyOwnedModel):
     total_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal(0))
     total_actions_taken = models.PositiveIntegerField(default=0)
     avg_response_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    # The sum behind avg_response_time_ms: an average kept as a rounded integer alone drifts
+    # with every run, a sum gives it exactly (migration agents 0008).
+    total_response_time_ms = models.PositiveBigIntegerField(default=0)
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
 

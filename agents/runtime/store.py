@@ -100,11 +100,14 @@ def record_transition(
     triggered_by: str = "",
     metadata: dict[str, Any] | None = None,
     created: bool = False,
-    insert: Callable[[Model], Any] = fastdb.insert,
+    tx: StepTransaction | None = None,
+    collect: list[Model] | None = None,
 ) -> StateTransition:
     """Write one state change (seed 003) and set ``execution.status``; the caller saves the row.
-    ``created`` records a new run's first state (from nothing). ``insert`` writes the row: at
-    once by default, or deferred into a step's statement.
+    ``created`` records a new run's first state (from nothing); its row may be handed to
+    ``collect`` for the caller to insert with the execution. Otherwise the state left gets its
+    ``exited_at`` and ``duration_ms``, and the rows are written at once or with ``tx``'s
+    statement.
 
     Precondition: inside the execution's agency transaction.
     """
@@ -128,9 +131,32 @@ def record_transition(
         triggered_by_event=triggered_by,
         event_metadata=metadata or {},
     )
-    insert(transition)
+    if collect is not None:
+        assert created, "only a new run's first state is inserted by the caller"
+        collect.append(transition)
+    elif tx is None:
+        if not created:
+            fastdb.execute(_close_state(execution, transition.entered_at))
+        fastdb.insert(transition)
+    else:
+        if not created:
+            tx.defer_row(_close_state(execution, transition.entered_at))
+        tx.defer_insert(transition)
     _broadcast(execution, "status", {"from": from_status, "to": to_status, "reason": reason})
     return transition
+
+
+def _close_state(execution: Execution, at: datetime.datetime) -> fastdb.Parts:
+    """The UPDATE that ends the execution's current state at ``at`` (seed 003's exited_at and
+    duration_ms): the open transition row, the one no later change has closed."""
+    return _CLOSE_STATE_SQL, [at, at, execution.id]
+
+
+_CLOSE_STATE_SQL = (
+    "UPDATE agents_statetransition SET exited_at = %s,"
+    " duration_ms = greatest(0, round(extract(epoch FROM %s - entered_at) * 1000))::integer"
+    " WHERE execution_id = %s AND exited_at IS NULL"
+)
 
 
 # Pending, or running but unowned: the reaper released a dead worker's lease, or it ran out.
@@ -172,14 +198,14 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
             reason=f"resumed by {worker} after the previous lease expired",
             transition_type=TransitionType.RETRY,
             triggered_by="lease_expired",
-            insert=tx.defer_insert,
+            tx=tx,
         )
     else:
         record_transition(
             execution,
             ExecutionStatus.RUNNING,
             reason=f"claimed by {worker}",
-            insert=tx.defer_insert,
+            tx=tx,
         )
     execution.lease_owner = worker
     execution.lease_expires_at = lease_deadline()
@@ -202,7 +228,7 @@ def running_seconds(execution: Execution) -> float:
     transitions = StateTransition.objects.filter(execution_id=execution.id).order_by("sequence")
     used = 0.0
     since: datetime.datetime | None = None
-    for to_state, at in transitions.values_list("to_state", "created_at"):
+    for to_state, at in transitions.values_list("to_state", "entered_at"):
         if since is not None:
             used += (at - since).total_seconds()
         since = at if to_state == ExecutionStatus.RUNNING else None
@@ -308,9 +334,7 @@ class StepTransaction:
     ) -> None:
         """The run waits (approval, input, a timer) and gives up its worker and lease."""
         execution = self.execution
-        record_transition(
-            execution, status, reason=reason, triggered_by="parked", insert=self.defer_insert
-        )
+        record_transition(execution, status, reason=reason, triggered_by="parked", tx=self)
         execution.lease_owner = ""
         execution.wait_until = wait_until
         execution.input_request = input_request or {}
@@ -333,7 +357,7 @@ class StepTransaction:
             output=output,
             error=error,
             error_details=error_details,
-            insert=self.defer_insert,
+            tx=self,
         )
         self.changed |= {
             "status", "stop_reason", "output", "error", "error_details", "completed_at",
@@ -448,7 +472,7 @@ def finish_execution(
     output: str = "",
     error: str = "",
     error_details: dict[str, Any] | None = None,
-    insert: Callable[[Model], Any] = fastdb.insert,
+    tx: StepTransaction | None = None,
 ) -> None:
     """End a run: status and summary on the row (the caller writes it), transition, agent
     stats, episode and ``ai.execution.*`` event, all in the caller's transaction."""
@@ -461,7 +485,7 @@ def finish_execution(
         if status == ExecutionStatus.COMPLETED
         else TransitionType.ERROR,
         triggered_by=stop_reason,
-        insert=insert,
+        tx=tx,
     )
     execution.stop_reason = stop_reason
     execution.output = output
@@ -504,36 +528,58 @@ def finish_execution(
     )
 
 
+# Seed 004's trigger_update_agent_stats fires only
+#     WHEN (OLD.status = 'running' AND NEW.status IN ('completed', 'failed'))
+# and its update_agent_stats() counts
+#     failed_runs = failed_runs + CASE WHEN NEW.status = 'failed' THEN 1 ELSE 0 END,
+#     last_error = CASE WHEN NEW.status = 'failed' THEN NEW.error ELSE last_error END,
+# So a run counts in the stats when it ends completed or failed; a cancelled run (a human
+# stopped it, or denied its action) and a timed-out one leave them as they were: no run, no
+# failure, and last_error keeps the last real failure. (The seed's OLD.status = 'running' only
+# makes the trigger fire once per run; our finish runs once per run, whatever state it ends from.)
+_COUNTED_STATUSES = frozenset({ExecutionStatus.COMPLETED, ExecutionStatus.FAILED})
+
+
 def _update_agent_stats(execution: Execution) -> None:
-    """Seed 004's update_agent_stats, as one UPDATE with a running average."""
-    succeeded = execution.status == ExecutionStatus.COMPLETED
+    """Seed 004's update_agent_stats (rule above), as one UPDATE."""
+    if execution.status not in _COUNTED_STATUSES:
+        return
+    failed = execution.status == ExecutionStatus.FAILED
     with connection.cursor() as cursor:
         cursor.execute(
             _AGENT_STATS_SQL,
             {
                 "agent": execution.agent_id,
-                "succeeded": int(succeeded),
+                "succeeded": int(not failed),
+                "failed": int(failed),
                 "tokens": execution.tokens_total,
                 "cost": execution.cost_usd,
                 "actions": execution.tool_call_count,
                 "duration": execution.duration_ms or 0,
-                "error": None if succeeded else execution.error[:2000],
+                "finished": execution.completed_at,
+                "error": execution.error[:2000] if failed else None,
             },
         )
 
 
 # Written out once instead of compiled from F() expressions at the end of every run.
+# The average is the exact mean, rounded: the sum of response times (bigint) over the runs,
+# divided in numeric. (Updated in place in int4 it overflowed at avg x runs > 2^31, failing every
+# later finish, and truncated at each run, drifting far below the mean.) In SET, columns on the
+# right are the row's values before the update.
 _AGENT_STATS_SQL = """
 UPDATE agents_agent SET
     total_runs = total_runs + 1,
     successful_runs = successful_runs + %(succeeded)s,
-    failed_runs = failed_runs + 1 - %(succeeded)s,
+    failed_runs = failed_runs + %(failed)s,
     total_tokens_used = total_tokens_used + %(tokens)s,
     total_cost_usd = total_cost_usd + %(cost)s,
     total_actions_taken = total_actions_taken + %(actions)s,
-    avg_response_time_ms = (coalesce(avg_response_time_ms, 0) * total_runs + %(duration)s)
-        / (total_runs + 1),
-    last_run_at = now(),
+    total_response_time_ms = total_response_time_ms + %(duration)s,
+    avg_response_time_ms = round(
+        (total_response_time_ms + %(duration)s)::numeric / (total_runs + 1)
+    ),
+    last_run_at = %(finished)s,
     last_error = coalesce(%(error)s, last_error),
     updated_at = now()
 WHERE id = %(agent)s

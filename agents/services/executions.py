@@ -106,7 +106,7 @@ def execution_create(
         ExecutionStatus.PENDING,
         reason=f"{trigger_type} trigger",
         created=True,
-        insert=rows.append,
+        collect=rows,
     )
     log.outcome, log.execution = TriggerOutcome.INVOKED, execution
     fastdb.insert_together(execution, *rows, log)  # one round trip

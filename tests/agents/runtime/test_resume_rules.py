@@ -4,6 +4,7 @@ reply even after a resume, and tool call ids are unique within a run."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -60,6 +61,26 @@ def test_time_spent_waiting_does_not_count_against_the_timeout(
     execution = wait_for(execution)
     assert execution.status == ExecutionStatus.COMPLETED, execution.error
     assert execution.output == "Waited."
+
+    # Seed 003's flow: each state a transition entered is closed by the next one.
+    with tenancy.agency_context(agent.agency_id):
+        states = list(
+            execution.state_transitions.order_by("sequence").values(
+                "to_state", "entered_at", "exited_at", "duration_ms"
+            )
+        )
+    assert [s["to_state"] for s in states] == [
+        "pending", "running", "waiting_input", "pending", "running", "completed"
+    ]  # fmt: skip
+    for state, following in itertools.pairwise(states):
+        assert state["exited_at"] == following["entered_at"]
+        expected = (state["exited_at"] - state["entered_at"]).total_seconds() * 1000
+        assert state["duration_ms"] is not None
+        assert abs(state["duration_ms"] - expected) <= 1
+    waited = states[2]["duration_ms"]
+    assert waited is not None
+    assert waited >= 3000
+    assert states[-1]["exited_at"] is None
 
 
 @pytest.mark.parametrize("kind", KINDS)
