@@ -105,24 +105,58 @@ def tool_result_message(tool_call_id: str, output: dict[str, Any]) -> Message:
     )
 
 
+class Conversation(list[Message]):
+    """The message list of a resumed run. Observations that arrived while some tool calls of the
+    last model reply had no result yet — a ``wait`` (or a question) that was not the reply's last
+    call — are held at its end, and the tool results the loop appends for the remaining calls go
+    in before them: both wire formats want all results of a reply right after it (OpenAI: tool
+    messages follow their assistant message; Anthropic: a user turn's tool_result blocks come
+    before its text). The first message the loop appends that is not a tool result (the next
+    model reply) ends the hold."""
+
+    def __init__(self, messages: list[Message], held: list[Message]) -> None:
+        super().__init__([*messages, *held])
+        self._held = len(held)
+
+    def append(self, message: Message) -> None:
+        if self._held and message.role == "tool":
+            self.insert(len(self) - self._held, message)
+            return
+        self._held = 0
+        super().append(message)
+
+
 def rebuild_messages(
     snapshot: ConfigSnapshot, execution: Execution, steps: list[ExecutionStep]
 ) -> tuple[list[Message], list[ToolCall]]:
     """The conversation so far, from persisted steps, and the tool calls of the last model reply
-    that have no recorded result yet (they still have to run)."""
+    that have no recorded result yet (they still have to run).
+
+    A reply is followed by the results of all its tool calls, then by what the run observed
+    while they ran (a wait that ended, an answer), in that order, whatever the steps' order.
+    """
     messages = initial_messages(snapshot, execution)
     answered: set[str] = set()
     last_calls: list[ToolCall] = []
+    unanswered: set[str] = set()  # the last reply's calls without a result so far
+    held: list[Message] = []  # observations waiting for those results
     for step in steps:
         if step.step_type == StepType.THINK and step.llm_response:
             reply = Message.from_dict(step.llm_response["message"])
+            messages += held
+            held = []
             messages.append(reply)
             last_calls = list(reply.tool_calls)
+            unanswered = {call.id for call in last_calls}
         elif step.step_type == StepType.ACT and step.tool_call_id:
             messages.append(tool_result_message(step.tool_call_id, step.tool_output or {}))
             answered.add(step.tool_call_id)
+            unanswered.discard(step.tool_call_id)
+            if not unanswered:
+                messages += held
+                held = []
         elif step.step_type == StepType.OBSERVE and step.step_number > 1 and step.input_text:
             # An answered clarification or a resumed wait: the agent observes it as user input.
-            messages.append(Message.user(step.input_text))
+            (held if unanswered else messages).append(Message.user(step.input_text))
     pending = [call for call in last_calls if call.id not in answered]
-    return messages, pending
+    return Conversation(messages, held), pending
