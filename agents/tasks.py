@@ -51,14 +51,19 @@ def run_scheduled(agent_id: str) -> str | None:
 
 @shared_task(name="agents.reap_expired_leases", ignore_result=True)
 def reap_expired_leases() -> int:
-    """Beat: hand runs whose worker died (lease expired) to a new delivery, and wake runs whose
-    ``wait`` timer is due. Platform-wide, so it reads across agencies."""
+    """Beat: hand runs whose worker died (lease expired) to a new delivery, deliver again runs
+    whose delivery was lost (pending too long), and wake runs whose ``wait`` timer is due.
+    Platform-wide, so it reads across agencies. Rows a worker has locked (it is claiming or
+    writing the run) are skipped: that run is alive."""
     now = timezone.now()
     grace = datetime.timedelta(seconds=settings.AGENTDESK_REAPER_INTERVAL_SECONDS * 2)
+    pending_since = now - datetime.timedelta(seconds=settings.AGENTDESK_PENDING_REDELIVER_SECONDS)
     with tenancy.platform_context():
         stale = list(
-            Execution.objects.filter(status=ExecutionStatus.RUNNING)
+            Execution.objects.select_for_update(skip_locked=True)
+            .filter(status=ExecutionStatus.RUNNING)
             .filter(Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
+            .order_by()
             .values_list("id", "agency_id")[:500]
         )
         # Released (owner "") and given a grace period, so that the next tick does not enqueue
@@ -66,6 +71,19 @@ def reap_expired_leases() -> int:
         Execution.objects.filter(pk__in=[pk for pk, _ in stale]).update(
             lease_owner="", lease_expires_at=now + grace, updated_at=now
         )
+        # Pending this long: its delivery was lost (apply_async failed after the commit, the
+        # message went with a worker that died before its ack), or it still waits in a long
+        # queue. A new run and every resume (approval, wait, answer) pass through pending and
+        # set updated_at. Sending one more delivery is harmless: the claim takes a pending run
+        # once and the other delivery exits "not_claimed". updated_at is set again, so a run
+        # whose delivery is merely queued gets another only every period, not every tick.
+        lost = list(
+            Execution.objects.select_for_update(skip_locked=True)
+            .filter(status=ExecutionStatus.PENDING, updated_at__lt=pending_since)
+            .order_by("updated_at")
+            .values_list("id", "agency_id")[:500]
+        )
+        Execution.objects.filter(pk__in=[pk for pk, _ in lost]).update(updated_at=now)
         due = list(
             Execution.objects.filter(
                 status=ExecutionStatus.WAITING_INPUT, wait_until__lte=now
@@ -73,6 +91,9 @@ def reap_expired_leases() -> int:
         )
     for execution_id, agency_id in stale:
         logger.warning("execution %s: lease expired, re-delivering", execution_id)
+        run_execution.apply_async(args=[str(execution_id)], kwargs={"agency_id": str(agency_id)})
+    for execution_id, agency_id in lost:
+        logger.warning("execution %s: still pending, delivering it again", execution_id)
         run_execution.apply_async(args=[str(execution_id)], kwargs={"agency_id": str(agency_id)})
     for execution_id, agency_id in due:
         with tenancy.agency_context(agency_id):
@@ -82,4 +103,4 @@ def reap_expired_leases() -> int:
                 observation=f"The wait is over (it was set until {execution.wait_until}).",
                 reason="wait timer due",
             )
-    return len(stale) + len(due)
+    return len(stale) + len(lost) + len(due)

@@ -204,6 +204,9 @@ AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = env.int(
 # A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).
 AGENTDESK_LEASE_SECONDS = env.int("AGENTDESK_LEASE_SECONDS", default=300)
 AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0)
+# A run still pending this long lost its delivery (or waits in a long queue): the reaper sends it
+# again, once per period (a duplicate delivery finds it claimed and exits).
+AGENTDESK_PENDING_REDELIVER_SECONDS = env.int("AGENTDESK_PENDING_REDELIVER_SECONDS", default=120)
 AGENTDESK_LLM_TIMEOUT_SECONDS = env.float("AGENTDESK_LLM_TIMEOUT_SECONDS", default=60.0)
 # SDK clients (HTTP connection pools) per provider configuration and process; threads share them.
 AGENTDESK_LLM_CLIENTS = env.int("AGENTDESK_LLM_CLIENTS", default=8)
