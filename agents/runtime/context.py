@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from agents.llm import Message, ToolCall, ToolDefinition
@@ -105,30 +106,22 @@ def tool_result_message(tool_call_id: str, output: dict[str, Any]) -> Message:
     )
 
 
-class Conversation(list[Message]):
-    """The message list of a resumed run. Observations that arrived while some tool calls of the
-    last model reply had no result yet — a ``wait`` (or a question) that was not the reply's last
-    call — are held at its end, and the tool results the loop appends for the remaining calls go
-    in before them: both wire formats want all results of a reply right after it (OpenAI: tool
-    messages follow their assistant message; Anthropic: a user turn's tool_result blocks come
-    before its text). The first message the loop appends that is not a tool result (the next
-    model reply) ends the hold."""
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A resumed run's conversation, rebuilt from its persisted steps."""
 
-    def __init__(self, messages: list[Message], held: list[Message]) -> None:
-        super().__init__([*messages, *held])
-        self._held = len(held)
-
-    def append(self, message: Message) -> None:
-        if self._held and message.role == "tool":
-            self.insert(len(self) - self._held, message)
-            return
-        self._held = 0
-        super().append(message)
+    messages: list[Message]
+    # The last model reply's tool calls without a recorded result: they still have to run.
+    pending: list[ToolCall]
+    # What the run observed while those were outstanding (a wait that ended, an answer): it goes
+    # after their results, since both wire formats want all of a reply's results right after it
+    # (OpenAI: its tool messages; Anthropic: a user turn's tool_result blocks before its text).
+    observed: list[Message]
 
 
 def rebuild_messages(
     snapshot: ConfigSnapshot, execution: Execution, steps: list[ExecutionStep]
-) -> tuple[list[Message], list[ToolCall]]:
+) -> Resumed:
     """The conversation so far, from persisted steps, and the tool calls of the last model reply
     that have no recorded result yet (they still have to run).
 
@@ -159,4 +152,4 @@ def rebuild_messages(
             # An answered clarification or a resumed wait: the agent observes it as user input.
             (held if unanswered else messages).append(Message.user(step.input_text))
     pending = [call for call in last_calls if call.id not in answered]
-    return Conversation(messages, held), pending
+    return Resumed(messages, pending, held)

@@ -137,7 +137,7 @@ class _Run:
 
     # --- the loop ----------------------------------------------------------------------------
     def run(self) -> str:  # noqa: PLR0911 - each return is one way a run ends
-        messages, pending = self._conversation()
+        messages, pending, observed = self._conversation()
         self.call_ids.update(c.id for m in messages for c in m.tool_calls)
         try:
             provider = self._provider()
@@ -151,6 +151,7 @@ class _Run:
             outcome = self._act(pending, messages, resumed=True, first=first)
             if outcome is not None:
                 return outcome
+        messages.extend(observed)  # after every result of the reply they came during
         price = price_for(
             agency_id=self.execution.agency_id,
             provider=self.snapshot["llm_provider"],
@@ -201,15 +202,16 @@ class _Run:
             if outcome is not None:
                 return outcome
 
-    def _conversation(self) -> tuple[list[Message], list[ToolCall]]:
+    def _conversation(self) -> tuple[list[Message], list[ToolCall], list[Message]]:
         if self.execution.current_step <= 1:
-            return initial_messages(self.snapshot, self.execution), []
+            return initial_messages(self.snapshot, self.execution), [], []
         # A resumed run: rebuild from what was persisted; never repeat a recorded call.
         with tenancy.agency_context(self.execution.agency_id):
             steps = list(self.execution.steps.order_by("step_number"))
             used = store.running_seconds(self.execution)
         self.deadline = time.time() + self.snapshot["timeout_seconds"] - used
-        return rebuild_messages(self.snapshot, self.execution, steps)
+        resumed = rebuild_messages(self.snapshot, self.execution, steps)
+        return resumed.messages, resumed.pending, resumed.observed
 
     def _unique_call_ids(self, completion: Completion) -> Completion:
         """The reply with every tool call id unique in the run. Some OpenAI-compatible servers

@@ -15,7 +15,7 @@ from agents.llm import Message, ToolCall
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import Reply, ScriptedToolCall, by_turn, text_reply
 from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, StepType
-from agents.runtime.context import ConfigSnapshot, rebuild_messages, think_payload
+from agents.runtime.context import ConfigSnapshot, Resumed, rebuild_messages, think_payload
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
@@ -129,7 +129,7 @@ def _shape(messages: list[Message]) -> list[str]:
     ]
 
 
-def _rebuild(steps: list[ExecutionStep]) -> tuple[list[Message], list[ToolCall]]:
+def _rebuild(steps: list[ExecutionStep]) -> Resumed:
     snapshot: ConfigSnapshot = SNAPSHOT
     return rebuild_messages(snapshot, Execution(input="Go."), steps)
 
@@ -137,7 +137,7 @@ def _rebuild(steps: list[ExecutionStep]) -> tuple[list[Message], list[ToolCall]]
 def test_observations_follow_every_result_of_their_reply_when_all_are_recorded() -> None:
     """wait, search, wait in one reply, each wait ending before the next call ran; then the next
     reply, which the observations precede."""
-    messages, pending = _rebuild(
+    resumed = _rebuild(
         _steps(
             ("think", (WAIT_1, SEARCH, WAIT_2)),
             ("act", "w1"),
@@ -149,8 +149,9 @@ def test_observations_follow_every_result_of_their_reply_when_all_are_recorded()
             ("act", "w3"),
         )
     )
-    assert pending == []
-    assert _shape(messages) == [
+    assert resumed.pending == []
+    assert resumed.observed == []
+    assert _shape(resumed.messages) == [
         "system:You help.",
         "user:Go.",
         "assistant:",
@@ -164,16 +165,22 @@ def test_observations_follow_every_result_of_their_reply_when_all_are_recorded()
     ]
 
 
-def test_results_the_loop_adds_for_the_pending_calls_go_before_the_observation() -> None:
-    """Resumed after a wait that was the first of three calls: two still have to run."""
-    messages, pending = _rebuild(
+def test_an_observation_waits_for_the_results_of_the_pending_calls() -> None:
+    """Resumed after a wait that was the first of three calls: two still have to run, and the
+    observation is handed back separately for the loop to add after their results."""
+    resumed = _rebuild(
         _steps(("think", (WAIT_1, SEARCH, SEARCH_2)), ("act", "w1"), ("observe", "wait over"))
     )
-    assert pending == [SEARCH, SEARCH_2]
-    # What the loop does: append each pending call's result as it runs, then the next reply.
-    messages.append(Message.tool_result("s1", "{}"))
-    messages.append(Message.tool_result("s2", "{}"))
-    messages.append(Message.assistant("Done."))
+    assert resumed.pending == [SEARCH, SEARCH_2]
+    assert _shape(resumed.observed) == ["user:wait over"]
+    # What the loop does: a result for each pending call as it runs, the observation, the reply.
+    messages = [
+        *resumed.messages,
+        Message.tool_result("s1", "{}"),
+        Message.tool_result("s2", "{}"),
+        *resumed.observed,
+        Message.assistant("Done."),
+    ]
     assert _shape(messages)[2:] == [
         "assistant:",
         "tool:w1",
