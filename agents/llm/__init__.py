@@ -9,6 +9,7 @@ from agents.llm.base import Provider
 from agents.llm.errors import (
     LLMBadRequest,
     LLMConfigurationError,
+    LLMDeadlineExceeded,
     LLMError,
     LLMRateLimited,
     LLMUnavailable,
@@ -39,6 +40,7 @@ __all__ = [
     "Completion",
     "LLMBadRequest",
     "LLMConfigurationError",
+    "LLMDeadlineExceeded",
     "LLMError",
     "LLMRateLimited",
     "LLMUnavailable",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from agents.llm.endpoints import refusal
-from agents.llm.errors import LLMConfigurationError, LLMError
+from agents.llm.errors import LLMConfigurationError, LLMDeadlineExceeded, LLMError
 from agents.llm.retry import backoff_delay
 from agents.llm.types import (
     Completion,
@@ -32,6 +32,13 @@ class CompletionRequest:
     temperature: float | None
     max_tokens: int
     started: float  # time.monotonic() when the caller asked; latency counts the retries too
+    deadline: float | None = None  # time.monotonic() by which the whole call must be over
+
+    def attempt_timeout(self, configured: float) -> float:
+        """An attempt's HTTP timeout: the configured one, shortened to the time left."""
+        if self.deadline is None:
+            return configured
+        return max(0.001, min(configured, self.deadline - time.monotonic()))
 
 
 class Provider(ABC):
@@ -52,9 +59,14 @@ class Provider(ABC):
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        timeout: float | None = None,
     ) -> Completion:
-        """One model turn with the tools offered. Raises only `LLMError` subclasses."""
-        request = self._request(messages, tools, model, temperature, max_tokens)
+        """One model turn with the tools offered. Raises only `LLMError` subclasses.
+
+        ``timeout``: seconds the whole call may take, retries and backoff included (each
+        attempt's HTTP timeout is shortened to fit); past it `LLMDeadlineExceeded` is raised.
+        """
+        request = self._request(messages, tools, model, temperature, max_tokens, timeout=timeout)
         attempt = 1
         while True:
             try:
@@ -63,7 +75,7 @@ class Provider(ABC):
                 error = self._error_for(exc)
                 if error is None:
                     raise
-                self._retry_or_raise(error, exc, attempt)
+                self._retry_or_raise(error, exc, attempt, request)
             attempt += 1
 
     def stream(
@@ -74,6 +86,7 @@ class Provider(ABC):
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        timeout: float | None = None,
     ) -> Iterator[StreamEvent]:
         """Deltas as they arrive, then a `StreamDone` carrying the whole `Completion`.
 
@@ -82,7 +95,7 @@ class Provider(ABC):
         caller already forwarded). A stream that ends before the provider's final event raises
         `LLMUnavailable` ("stream ended early"), never a `StreamDone` with a partial reply.
         """
-        request = self._request(messages, tools, model, temperature, max_tokens)
+        request = self._request(messages, tools, model, temperature, max_tokens, timeout=timeout)
         attempt = 1
         while True:
             forwarded = False
@@ -108,7 +121,7 @@ class Provider(ABC):
                 if forwarded:
                     error.attempts = attempt
                     _raise(error, exc)
-                self._retry_or_raise(error, exc, attempt)
+                self._retry_or_raise(error, exc, attempt, request)
             attempt += 1
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing to close
@@ -121,21 +134,45 @@ class Provider(ABC):
         model: str | None,
         temperature: float | None,
         max_tokens: int | None,
+        *,
+        timeout: float | None,
     ) -> CompletionRequest:
+        started = time.monotonic()
         return CompletionRequest(
             messages=tuple(messages),
             tools=tuple(tools),
             model=model or self.config.model,
             temperature=temperature,
             max_tokens=max_tokens or self.config.default_max_tokens,
-            started=time.monotonic(),
+            started=started,
+            deadline=None if timeout is None else started + timeout,
         )
 
-    def _retry_or_raise(self, error: LLMError, cause: Exception, attempt: int) -> None:
+    def _retry_or_raise(
+        self, error: LLMError, cause: Exception, attempt: int, request: CompletionRequest
+    ) -> None:
         error.attempts = attempt
-        if not error.retryable or attempt > self.config.max_retries:
+        if not error.retryable:
             _raise(error, cause)
-        self._sleep(backoff_delay(self.config, attempt=attempt, retry_after=error.retry_after))
+        last = attempt > self.config.max_retries
+        delay = (
+            0.0
+            if last
+            else backoff_delay(self.config, attempt=attempt, retry_after=error.retry_after)
+        )
+        if request.deadline is not None and time.monotonic() + delay >= request.deadline:
+            # Out of time (an attempt cut short to fit, or no room for the next one): the
+            # caller's limit ended the call, not the provider.
+            late = LLMDeadlineExceeded(
+                f"The {self.kind} provider's answer did not come within the time the run had "
+                f"left ({request.deadline - request.started:.3g} s); last error: {error}",
+                provider=self.kind,
+                attempts=attempt,
+            )
+            _raise(late, cause)
+        if last:
+            _raise(error, cause)
+        self._sleep(delay)
 
     @staticmethod
     def elapsed_ms(request: CompletionRequest) -> float:

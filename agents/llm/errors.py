@@ -56,6 +56,13 @@ class LLMUnavailable(LLMError):
     retryable = True
 
 
+class LLMDeadlineExceeded(LLMError):
+    """The call (its retries and backoff included) ran out of the time its caller gave it: the
+    runtime's run reached its ``timeout_seconds`` while the model was answering."""
+
+    code = "llm_deadline"
+
+
 class LLMBadRequest(LLMError):
     """The provider refused the request itself (400, 404, 422...): retrying cannot help."""
 

@@ -14,6 +14,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from agents.llm.errors import (
     LLMBadRequest,
     LLMConfigurationError,
+    LLMDeadlineExceeded,
     LLMError,
     LLMRateLimited,
     LLMUnavailable,
@@ -23,6 +24,7 @@ __all__ = [
     "Completion",
     "LLMBadRequest",
     "LLMConfigurationError",
+    "LLMDeadlineExceeded",
     "LLMError",
     "LLMRateLimited",
     "LLMUnavailable",

@@ -24,7 +24,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents.llm import Completion, LLMError, Message, Provider, ToolCall, get_provider
+from agents.llm import (
+    Completion,
+    LLMDeadlineExceeded,
+    LLMError,
+    Message,
+    Provider,
+    ToolCall,
+    get_provider,
+)
 from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
 from agents.runtime import store
 from agents.runtime.context import (
@@ -186,6 +194,16 @@ class _Run:
                     self.tool_definitions,
                     temperature=self.snapshot["temperature"],
                     max_tokens=self.snapshot["max_tokens"],
+                    # The run's time limit holds during the call too (retries included).
+                    timeout=self.deadline - time.time(),
+                )
+            except LLMDeadlineExceeded as exc:
+                self._release_budget(reservation)
+                return self._end(
+                    ExecutionStatus.TIMED_OUT,
+                    StopReason.TIMEOUT,
+                    error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) "
+                    f"during a model call: {exc}",
                 )
             except LLMError as exc:
                 self._release_budget(reservation)

@@ -77,7 +77,9 @@ class AnthropicProvider(Provider):
         return kwargs
 
     def _complete_once(self, request: CompletionRequest, attempt: int) -> Completion:
-        response = self._client.messages.create(**self._create_kwargs(request))
+        response = self._client.messages.create(
+            **self._create_kwargs(request), timeout=request.attempt_timeout(self.config.timeout)
+        )
         with reading_response(self.kind):
             return self._completion(response, request, attempt)
 
@@ -115,7 +117,11 @@ class AnthropicProvider(Provider):
         state = StreamState(model=request.model)
         create = self._client.messages.create
         with (
-            create(**self._create_kwargs(request), stream=True) as events,
+            create(
+                **self._create_kwargs(request),
+                stream=True,
+                timeout=request.attempt_timeout(self.config.timeout),
+            ) as events,
             reading_response(self.kind),
         ):
             for event in events:

@@ -73,7 +73,7 @@ class OpenAIProvider(Provider):
         kwargs[limit_name] = request.max_tokens
         return kwargs
 
-    def _post(self, body: dict[str, Any], *, stream: bool = False) -> Any:
+    def _post(self, body: dict[str, Any], *, timeout: float, stream: bool = False) -> Any:
         # `chat.completions.create` re-walks the whole message history against the SDK's
         # TypedDicts on every call (O(history), ~18 ms at 100 messages); our body is already in
         # wire shape, so it goes through the client's documented low-level `post`, which keeps
@@ -82,13 +82,15 @@ class OpenAIProvider(Provider):
             "/chat/completions",
             body=body,
             cast_to=ChatCompletion,
-            options={"security": {"bearer_auth": True}},
+            options={"security": {"bearer_auth": True}, "timeout": timeout},
             stream=stream,
             stream_cls=openai.Stream[ChatCompletionChunk],
         )
 
     def _complete_once(self, request: CompletionRequest, attempt: int) -> Completion:
-        response: ChatCompletion = self._post(self._create_kwargs(request))
+        response: ChatCompletion = self._post(
+            self._create_kwargs(request), timeout=request.attempt_timeout(self.config.timeout)
+        )
         with reading_response(self.kind):
             return self._completion(response, request, attempt)
 
@@ -118,7 +120,9 @@ class OpenAIProvider(Provider):
     def _stream_once(self, request: CompletionRequest, attempt: int) -> Iterator[StreamEvent]:
         body = self._create_kwargs(request)
         body.update(stream=True, stream_options={"include_usage": True})
-        chunks: openai.Stream[ChatCompletionChunk] = self._post(body, stream=True)
+        chunks: openai.Stream[ChatCompletionChunk] = self._post(
+            body, timeout=request.attempt_timeout(self.config.timeout), stream=True
+        )
         state = StreamState(model=request.model)
         with chunks, reading_response(self.kind):
             for chunk in chunks:

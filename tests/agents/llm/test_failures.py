@@ -15,6 +15,7 @@ from agents.llm.fake_server import (
 from agents.llm.types import (
     LLMBadRequest,
     LLMConfigurationError,
+    LLMDeadlineExceeded,
     LLMRateLimited,
     LLMUnavailable,
     Message,
@@ -106,6 +107,31 @@ def test_a_hung_provider_times_out_and_raises_llm_unavailable(
     assert "did not answer within 0.3 s" in str(caught.value)
     assert caught.value.attempts == 2
     assert fake_llm.request_count == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_call_given_a_time_limit_ends_within_it_whatever_its_own_timeout_and_retries(
+    kind: ProviderKind,
+    streamed: bool,
+    fake_llm: FakeProviderServer,
+    make_provider: MakeProvider,
+) -> None:
+    """The runtime passes the run's remaining time: a hung provider cannot hold the run for
+    the configured timeout x attempts (here 3 x 30 s)."""
+    fake_llm.enqueue(hang(seconds=30), hang(seconds=30), hang(seconds=30))
+    provider = make_provider(kind, timeout=30.0, max_retries=2)
+
+    def call() -> object:
+        if streamed:
+            return list(provider.stream(HELLO, timeout=0.4))
+        return provider.complete(HELLO, timeout=0.4)
+
+    with pytest.raises(LLMDeadlineExceeded) as caught:
+        call()
+
+    assert "did not come within the time the run had left (0.4 s)" in str(caught.value)
+    assert not caught.value.retryable
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
+from agents.llm.fake_server.script import Reply, by_turn, hang, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
 from agents.services import execution_cancel, execution_create
 from core import tenancy
@@ -174,6 +174,22 @@ def test_run_times_out_on_wall_clock(
     assert execution.status == ExecutionStatus.TIMED_OUT
     assert execution.stop_reason == StopReason.TIMEOUT
     assert execution.llm_call_count <= 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hung_model_call_ends_the_run_at_its_timeout(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    """The run's time limit holds during the call: not the provider timeout x attempts."""
+    agent = make_agent(kind, timeout_seconds=1)
+    fake_llm_server.set_responder(by_turn(then=hang(seconds=30)), key=agent.llm_model)
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.TIMED_OUT, execution.error
+    assert execution.stop_reason == StopReason.TIMEOUT
+    assert "during a model call" in execution.error
 
 
 @pytest.mark.parametrize("kind", KINDS)
