@@ -288,6 +288,7 @@ class ProviderConfig:
     model: str
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
+    organization: str | None = None  # OpenAI's organization id (sent as OpenAI-Organization)
     timeout: float = 60.0
     max_retries: int = 2
     backoff_base: float = 0.5

@@ -35,9 +35,10 @@ def _load(agent: Agent, agency_id: uuid.UUID) -> ProviderConfig:
         )
     return ProviderConfig(
         kind=agent.llm_provider,  # type: ignore[arg-type]
-        model=agent.llm_model,
+        model=agent.llm_model or (row.default_model if row else ""),
         api_key=row.get_api_key() if row else None,
         base_url=(row.api_endpoint or None) if row else None,
+        organization=(row.organization_id or None) if row else None,
         timeout=settings.AGENTDESK_LLM_TIMEOUT_SECONDS,
         max_retries=settings.AGENTDESK_LLM_MAX_RETRIES,
     )

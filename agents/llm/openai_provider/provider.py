@@ -51,6 +51,7 @@ class OpenAIProvider(Provider):
         self._client = openai.OpenAI(
             api_key=api_key,
             base_url=config.base_url,
+            organization=config.organization,
             timeout=config.timeout,
             max_retries=0,
             http_client=http_client(openai.DefaultHttpxClient, config.base_url),
