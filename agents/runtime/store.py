@@ -499,19 +499,19 @@ def finish_execution(
     _update_agent_stats(execution)
     _record_episode(execution)
     _record_usage(execution)
-    event_types: dict[str, str] = {
-        ExecutionStatus.COMPLETED: "ai.execution.completed",
-        ExecutionStatus.CANCELLED: "ai.execution.cancelled",
-        ExecutionStatus.TIMED_OUT: "ai.execution.timed_out",
-    }
-    event_type = event_types.get(status, "ai.execution.failed")
+    # Seed 004's two end events (DESIGN.md: "ai.execution.completed / failed"): a run that did
+    # not complete — failed, timed out, cancelled — is "failed"; status and stop_reason tell
+    # which. actions_taken and tokens_used are the seed's payload names.
+    succeeded = status == ExecutionStatus.COMPLETED
     event_emit(
         agency_id=execution.agency_id,
         site_id=execution.site_id,
-        event_type=event_type,
+        event_type="ai.execution.completed" if succeeded else "ai.execution.failed",
         payload={
             "execution_id": str(execution.id),
             "agent_id": str(execution.agent_id),
+            "actions_taken": execution.tool_call_count,
+            "tokens_used": execution.tokens_total,
             "status": status,
             "stop_reason": stop_reason,
             "output": output[:2000],

@@ -99,6 +99,12 @@ def test_run_looks_up_a_contact_adds_a_note_and_finishes(
     assert calls == ["completed", "completed"]
     assert transitions == ["pending", "running", "completed"]
     assert {"ai.execution.started", "ai.execution.completed"} <= events
+    with tenancy.agency_context(agent.agency_id):
+        done = Event.objects.get(
+            source_entity_id=str(execution.id), event_type="ai.execution.completed"
+        )
+    assert done.payload["actions_taken"] == 2  # seed 004's payload
+    assert done.payload["tokens_used"] == execution.tokens_total
     assert (agent.total_runs, agent.successful_runs, agent.total_actions_taken) == (1, 1, 2)
     assert execution.tokens_total > 0
     requests = fake_llm_server.requests_for(agent.llm_model)
@@ -219,6 +225,12 @@ def test_cancel_takes_effect_before_the_next_model_call(
     assert execution.llm_call_count == 1
     with tenancy.agency_context(agent.agency_id):
         assert not ToolCall.objects.filter(execution=execution).exists()
+        ended = Event.objects.get(
+            source_entity_id=str(execution.id), event_type__startswith="ai.execution.f"
+        )
+    # A run that did not complete ends with "failed"; its payload says how.
+    assert ended.event_type == "ai.execution.failed"
+    assert ended.payload["status"] == ExecutionStatus.CANCELLED
 
 
 def test_cancel_of_a_pending_run_is_immediate(
