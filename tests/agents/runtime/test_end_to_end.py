@@ -18,6 +18,7 @@ from core import tenancy
 from core.models import Event
 from crm.models import Contact, Note
 from tests.agents.runtime.conftest import Worker, wait_for
+from tests.api.conftest import key_client
 from tools.models import Tool, ToolCall
 
 pytestmark = pytest.mark.slow
@@ -214,8 +215,9 @@ def test_cancel_takes_effect_before_the_next_model_call(
     deadline = time.monotonic() + 20
     while not fake_llm_server.requests_for(agent.llm_model) and time.monotonic() < deadline:
         time.sleep(0.02)
-    with tenancy.agency_context(agent.agency_id):
-        execution_cancel(execution=execution)
+    response = key_client(agent.agency).post(f"/api/v1/executions/{execution.id}/cancel/")
+    assert response.status_code == 200
+    assert response.json()["status"] == ExecutionStatus.RUNNING  # the worker stops it
     execution = wait_for(execution)
     assert execution.status == ExecutionStatus.CANCELLED
     assert execution.stop_reason == StopReason.CANCELLED

@@ -20,6 +20,7 @@ from core.events import event_emit
 from core.exceptions import ApplicationError
 from crm.models import EmailMessage, EmailStatus
 from tests.agents.runtime.conftest import Worker, wait_for
+from tests.api.conftest import key_client
 from tools.models import ToolCall
 
 pytestmark = pytest.mark.slow
@@ -107,6 +108,28 @@ def test_denied_call_cancels_the_run_and_sends_nothing(
     assert execution.status == ExecutionStatus.CANCELLED
     assert execution.stop_reason == StopReason.APPROVAL_DENIED
     assert not sent
+
+
+def test_a_run_waiting_for_approval_is_cancelled_at_once_through_the_api(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = _email_agent(make_agent, fake_llm_server)
+    execution = wait_for(_start(agent), WAITING)
+
+    response = key_client(agent.agency).post(f"/api/v1/executions/{execution.id}/cancel/")
+
+    assert response.status_code == 200
+    assert response.json()["status"] == ExecutionStatus.CANCELLED  # no worker needed
+    with tenancy.agency_context(agent.agency_id):
+        approval = _approval(execution)
+        calls = list(ToolCall.objects.filter(execution=execution).values_list("status", flat=True))
+        sent = EmailMessage.objects.filter(execution=execution).exists()
+    assert approval.status == ApprovalStatus.CANCELLED
+    assert calls == ["cancelled"]
+    assert not sent
+    assert len(fake_llm_server.requests_for(agent.llm_model)) == 1
 
 
 def test_wait_tool_parks_without_a_worker_and_the_timer_resumes_it(
