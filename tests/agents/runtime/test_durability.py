@@ -1,6 +1,7 @@
 """SIGKILL of a worker at every point of the loop: another delivery (re-sent by the lease reaper)
 finishes the run, a persisted model reply is never requested again, and no tool is applied
-twice. Real worker processes, real PostgreSQL and Redis, the OpenAI SDK against the fake server."""
+twice. Real worker processes, real PostgreSQL and Redis, the OpenAI and Anthropic SDKs against the
+fake server."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tools.models import ToolCall
 
 pytestmark = pytest.mark.slow
 LEASE_SECONDS = 3  # the test workers' AGENTDESK_LEASE_SECONDS
+KINDS = ["openai", "anthropic"]
 
 # crash point -> model requests in all (3 turns; +1 when the killed reply was not persisted)
 CRASH_POINTS = {
@@ -34,9 +36,12 @@ CRASH_POINTS = {
 
 
 def _scripted_agent(
-    make_agent: Callable[..., Agent], server: FakeProviderServer, first_latency: float = 0.0
+    make_agent: Callable[..., Agent],
+    server: FakeProviderServer,
+    kind: str,
+    first_latency: float = 0.0,
 ) -> tuple[Agent, Contact]:
-    agent = make_agent("openai", allowed_tools=["crm_*"])
+    agent = make_agent(kind, allowed_tools=["crm_*"])
     with tenancy.agency_context(agent.agency_id):
         contact = Contact.objects.create(
             agency_id=agent.agency_id, first_name="Grace", email="grace@example.com"
@@ -83,14 +88,16 @@ def _assert_completed_once(execution: Execution, contact: Contact) -> None:
     assert execution.attempts == 2
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("point", list(CRASH_POINTS))
 def test_worker_killed_at_a_crash_point_and_the_run_completes(
     point: str,
+    kind: str,
     make_agent: Callable[..., Agent],
     fake_llm_server: FakeProviderServer,
     celery_worker: Worker,
 ) -> None:
-    agent, contact = _scripted_agent(make_agent, fake_llm_server)
+    agent, contact = _scripted_agent(make_agent, fake_llm_server, kind)
     queue = f"crash-{uuid.uuid4().hex[:8]}"
     doomed = Worker(queue=queue, AGENTDESK_CRASH_AT=point).start()
     try:
@@ -103,12 +110,14 @@ def test_worker_killed_at_a_crash_point_and_the_run_completes(
     assert len(fake_llm_server.requests_for(agent.llm_model)) == CRASH_POINTS[point]
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_worker_killed_during_the_model_call_and_the_run_completes(
+    kind: str,
     make_agent: Callable[..., Agent],
     fake_llm_server: FakeProviderServer,
     celery_worker: Worker,
 ) -> None:
-    agent, contact = _scripted_agent(make_agent, fake_llm_server, first_latency=1.5)
+    agent, contact = _scripted_agent(make_agent, fake_llm_server, kind, first_latency=1.5)
     queue = f"crash-{uuid.uuid4().hex[:8]}"
     doomed = Worker(queue=queue).start()
     try:
