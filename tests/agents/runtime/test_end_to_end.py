@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, hang, text_reply, tool_call_reply
+from agents.llm.fake_server.script import (
+    Reply,
+    by_turn,
+    hang,
+    malformed_tool_call_reply,
+    text_reply,
+    tool_call_reply,
+)
 from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
 from agents.services import execution_cancel, execution_create
 from core import tenancy
@@ -127,6 +134,7 @@ def test_bad_tool_arguments_return_an_error_the_model_recovers_from(
     contact = _contact(agent)
     fake_llm_server.set_responder(
         by_turn(
+            malformed_tool_call_reply("crm_add_note"),  # arguments that are not JSON
             tool_call_reply("crm_add_note", {"content": 42}),  # no contact, wrong type
             tool_call_reply("crm_add_note", {"contact_id": str(contact.id), "content": "ok"}),
             text_reply("Fixed it."),
@@ -136,14 +144,19 @@ def test_bad_tool_arguments_return_an_error_the_model_recovers_from(
     execution = wait_for(_start(agent))
     assert execution.status == ExecutionStatus.COMPLETED, execution.error
     told = _tool_results(fake_llm_server, agent.llm_model)
-    assert "invalid_arguments" in told[1]
+    assert "not valid JSON" in told[1]
+    assert "invalid_arguments" in told[2]
     with tenancy.agency_context(agent.agency_id):
         statuses = list(
             ToolCall.objects.filter(execution=execution).order_by("created_at")
             .values_list("status", "error_code")
         )  # fmt: skip
         assert Note.objects.filter(contact=contact).count() == 1
-    assert statuses == [("failed", "invalid_arguments"), ("completed", "")]
+    assert statuses == [
+        ("failed", "invalid_arguments"),
+        ("failed", "invalid_arguments"),
+        ("completed", ""),
+    ]
 
 
 @pytest.mark.parametrize("kind", KINDS)
