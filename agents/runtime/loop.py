@@ -211,11 +211,11 @@ class _Run:
             crash_point("model_replied")
             completion = self._unique_call_ids(completion)
             reply = completion.to_message()
-            finished = self._think(completion, reply, price, reservation, started)
+            ended = self._think(completion, reply, price, reservation, started)
             crash_point("think_committed")
             messages.append(reply)
-            if finished:
-                return ExecutionStatus.COMPLETED
+            if ended is not None:
+                return ended
             outcome = self._act(list(completion.tool_calls), messages)
             if outcome is not None:
                 return outcome
@@ -270,7 +270,8 @@ class _Run:
         price: Price,
         reservation: tuple[uuid.UUID, Decimal] | bool,
         started: float,
-    ) -> bool:
+    ) -> str | None:
+        """Persist the model's reply; returns the run's final status when it was the last."""
         cost = price.cost(completion.usage)
         final = not completion.tool_calls
         # A reply that only adds rows (no final answer to finish, no budget to settle) is
@@ -305,14 +306,25 @@ class _Run:
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=cost
                 )
-            if final:
+            if final and completion.stop_reason == "max_tokens":
+                # A final answer cut off mid-way is not an answer: kept as the output, but the
+                # run says what happened instead of passing it off as complete.
+                tx.finish(
+                    ExecutionStatus.FAILED,
+                    stop_reason=StopReason.ERROR,
+                    output=completion.text,
+                    error=f"The model's answer was cut off by the max_tokens limit "
+                    f"({self.snapshot['max_tokens']}); the partial answer is the output. "
+                    "Raise the agent's max_tokens.",
+                )
+            elif final:
                 tx.finish(
                     ExecutionStatus.COMPLETED,
                     stop_reason=StopReason.FINAL_ANSWER,
                     output=completion.text,
                 )
             crash_point("think_uncommitted")
-        return final
+        return self.execution.status if final else None
 
     # --- act ----------------------------------------------------------------------------------
     def _act(

@@ -160,6 +160,25 @@ def test_bad_tool_arguments_return_an_error_the_model_recovers_from(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_final_answer_cut_off_by_max_tokens_is_not_passed_off_as_complete(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind, max_tokens=50)
+    fake_llm_server.set_responder(
+        by_turn(Reply(text="The three options are: first,", stop="max_tokens")),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.FAILED
+    assert execution.stop_reason == StopReason.ERROR
+    assert execution.output == "The three options are: first,"
+    assert "cut off by the max_tokens limit (50)" in execution.error
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_run_stops_at_max_steps(
     kind: str,
     make_agent: Callable[..., Agent],
