@@ -149,12 +149,15 @@ def record_transition(
 def _close_state(execution: Execution, at: datetime.datetime) -> fastdb.Parts:
     """The UPDATE that ends the execution's current state at ``at`` (seed 003's exited_at and
     duration_ms): the open transition row, the one no later change has closed."""
-    return _CLOSE_STATE_SQL, [at, at, execution.id]
+    return _CLOSE_STATE_SQL, [at, at, INT4_MAX, execution.id]
 
 
+# Durations are int4 columns: one longer than ~24.8 days (an approval nobody decides, a run
+# that waited that long) is recorded as the maximum rather than failing the write that ends it.
+INT4_MAX = 2**31 - 1
 _CLOSE_STATE_SQL = (
     "UPDATE agents_statetransition SET exited_at = %s,"
-    " duration_ms = greatest(0, round(extract(epoch FROM %s - entered_at) * 1000))::integer"
+    " duration_ms = least(greatest(0, round(extract(epoch FROM %s - entered_at) * 1000)), %s)"
     " WHERE execution_id = %s AND exited_at IS NULL"
 )
 
@@ -493,7 +496,7 @@ def finish_execution(
     execution.error_details = error_details
     execution.completed_at = now
     started = execution.started_at or execution.created_at
-    execution.duration_ms = max(0, int((now - started).total_seconds() * 1000))
+    execution.duration_ms = min(INT4_MAX, max(0, int((now - started).total_seconds() * 1000)))
     execution.lease_owner = ""
     execution.wait_until = None
     _update_agent_stats(execution)

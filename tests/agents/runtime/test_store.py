@@ -6,13 +6,17 @@ in one pipeline round trip), and inside a test transaction for the nested path.
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
-from agents.models import Execution, ExecutionStatus, StepType
+from agents.models import Execution, ExecutionStatus, StateTransition, StepType
 from agents.runtime import store
+from agents.services import execution_cancel
 from core import tenancy
-from tests.agents.factories import AgentFactory
+from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.protocol import round_trips
 
 
@@ -122,3 +126,27 @@ def test_a_model_reply_is_one_round_trip_and_a_step_without_queries_too(live_db:
     # BEGIN, the settings, the statement and COMMIT: the step transaction had no other query.
     assert deferred == [1]
     assert _step_numbers(execution) == [1, 2]
+
+
+@pytest.mark.django_db
+def test_a_state_held_longer_than_an_int4_of_milliseconds_still_ends() -> None:
+    """An approval nobody decided for a month: cancelling the run must not fail on the state's
+    or the run's duration (int4 milliseconds hold ~24.8 days)."""
+    month_ago = timezone.now() - datetime.timedelta(days=30)
+    execution = ExecutionFactory.create(
+        status=ExecutionStatus.WAITING_APPROVAL, started_at=month_ago, sequence=1
+    )
+    with tenancy.agency_context(execution.agency_id):
+        StateTransition.objects.create(
+            agency_id=execution.agency_id,
+            execution=execution,
+            to_state=ExecutionStatus.WAITING_APPROVAL,
+            sequence=1,
+            entered_at=month_ago,
+        )
+        cancelled = execution_cancel(execution=execution)
+        waited = StateTransition.objects.get(execution=execution, sequence=1)
+    assert cancelled.status == ExecutionStatus.CANCELLED
+    assert cancelled.duration_ms == store.INT4_MAX
+    assert waited.duration_ms == store.INT4_MAX
+    assert waited.exited_at is not None
