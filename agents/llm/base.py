@@ -63,8 +63,11 @@ class Provider(ABC):
     ) -> Completion:
         """One model turn with the tools offered. Raises only `LLMError` subclasses.
 
-        ``timeout``: seconds the whole call may take, retries and backoff included (each
-        attempt's HTTP timeout is shortened to fit); past it `LLMDeadlineExceeded` is raised.
+        ``timeout``: the seconds the caller has left for the call, retries and backoff
+        included: each attempt's HTTP timeouts (connect, each read) are shortened to the time
+        left and no retry starts past it, so a hung or unreachable provider ends the call then
+        with `LLMDeadlineExceeded`. (A server that keeps sending a byte now and then can still
+        stretch one attempt: the HTTP client bounds each read, not their sum.)
         """
         request = self._request(messages, tools, model, temperature, max_tokens, timeout=timeout)
         attempt = 1

@@ -13,6 +13,11 @@ answer that changes in between cannot slip past it), and therefore on redirects 
 verifies the endpoint's own name: the HTTP library passes it for SNI and certificate checks.
 The address policy is the one ``web_scrape`` enforces (:mod:`tools.net.addresses`).
 
+Nothing of the platform's goes there either: the platform's API key never does (``factory``), no
+proxy from the environment is used (the check must see the endpoint itself), the SDKs' headers
+from the environment (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``) are left out, and a client for
+such an endpoint is refused while ``*_CUSTOM_HEADERS`` is set.
+
 Endpoints the platform chose (the SDK's default host, or the operator's ``OPENAI_BASE_URL`` /
 ``ANTHROPIC_BASE_URL``) are not restricted.
 """
@@ -20,6 +25,7 @@ Endpoints the platform chose (the SDK's default host, or the operator's ``OPENAI
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable
 from ipaddress import ip_address, ip_network
 from typing import Any
@@ -29,6 +35,7 @@ import httpx2
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from agents.llm.errors import LLMConfigurationError
 from agents.llm.tls import shared_ssl_context
 from tools.net.addresses import (
     METADATA_ADDRESSES,
@@ -132,7 +139,6 @@ def http_client(
     the agency's own."""
     if base_url is None:
         return client_class(verify=shared_ssl_context())
-    # No proxy from the environment: the address check must see the endpoint itself.
     client = client_class(verify=shared_ssl_context(), trust_env=False)
     pool = getattr(getattr(client, "_transport", None), "_pool", None)
     # httpx offers no public way to give its connection pool a network backend; the pool reads
@@ -141,4 +147,20 @@ def http_client(
     if not isinstance(pool, httpcore2.ConnectionPool) or not hasattr(pool, "_network_backend"):
         raise RuntimeError("Cannot restrict the LLM client's connections: httpx2 changed")
     pool._network_backend = _AllowedAddressesOnly(resolver)
+    # No proxy: the address check must see the endpoint itself. trust_env=False is not enough:
+    # Anthropic's client mounts the environment's proxies itself.
+    if not isinstance(getattr(client, "_mounts", None), dict):
+        raise RuntimeError("Cannot drop the LLM client's proxies: httpx2 changed")
+    client._mounts = {}
     return client
+
+
+def refuse_environment_headers(variable: str) -> None:
+    """The SDKs add the headers named in ``OPENAI_CUSTOM_HEADERS`` / ``ANTHROPIC_CUSTOM_HEADERS``
+    (a platform's gateway token, say) to every request, and may let them replace the key: an
+    agency's endpoint must not receive them. Raises while such a variable is set."""
+    if os.environ.get(variable) is not None:
+        raise LLMConfigurationError(
+            f"The platform's environment sets {variable}, whose headers the SDK would send to "
+            "this agency's own API endpoint: unset it, or clear the agency's endpoint."
+        )

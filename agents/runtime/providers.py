@@ -33,12 +33,15 @@ def _load(agent: Agent, agency_id: uuid.UUID) -> ProviderConfig:
             .order_by("site_id", "-is_default")  # NULL (agency-wide) sorts last
             .first()
         )
+    api_key = row.get_api_key() if row else None
     return ProviderConfig(
         kind=agent.llm_provider,  # type: ignore[arg-type]
         model=agent.llm_model or (row.default_model if row else ""),
-        api_key=row.get_api_key() if row else None,
+        api_key=api_key,
         base_url=(row.api_endpoint or None) if row else None,
-        organization=(row.organization_id or None) if row else None,
+        # With the agency's own key only: an organization id would pick what the platform's
+        # key is billed to.
+        organization=(row.organization_id or None) if row and api_key else None,
         timeout=settings.AGENTDESK_LLM_TIMEOUT_SECONDS,
         max_retries=settings.AGENTDESK_LLM_MAX_RETRIES,
     )

@@ -20,7 +20,7 @@ from agents.llm.anthropic_provider.wire import (
     usage_from_anthropic,
 )
 from agents.llm.base import CompletionRequest, Provider, Sleep
-from agents.llm.endpoints import http_client
+from agents.llm.endpoints import http_client, refuse_environment_headers
 from agents.llm.errors import LLMError, LLMUnavailable
 from agents.llm.retry import (
     connection_error,
@@ -50,6 +50,8 @@ class AnthropicProvider(Provider):
 
     def __init__(self, config: ProviderConfig, *, api_key: str, sleep: Sleep = time.sleep) -> None:
         super().__init__(config, api_key=api_key, sleep=sleep)
+        if config.base_url is not None:  # an agency's endpoint: not the platform's headers
+            refuse_environment_headers("ANTHROPIC_CUSTOM_HEADERS")
         self._client = anthropic.Anthropic(
             api_key=api_key,
             base_url=config.base_url,

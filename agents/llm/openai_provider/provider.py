@@ -14,7 +14,7 @@ from openai.types.chat import (
 )
 
 from agents.llm.base import CompletionRequest, Provider, Sleep
-from agents.llm.endpoints import http_client
+from agents.llm.endpoints import http_client, refuse_environment_headers
 from agents.llm.errors import LLMError, LLMUnavailable
 from agents.llm.openai_provider.stream import StreamState
 from agents.llm.openai_provider.wire import (
@@ -48,12 +48,22 @@ class OpenAIProvider(Provider):
     def __init__(self, config: ProviderConfig, *, api_key: str, sleep: Sleep = time.sleep) -> None:
         super().__init__(config, api_key=api_key, sleep=sleep)
         self.kind = config.kind
+        headers: dict[str, Any] | None = None
+        if config.base_url is not None:
+            # An agency's endpoint: none of the platform's OPENAI_* headers (the SDK reads
+            # OPENAI_ORG_ID and OPENAI_PROJECT_ID when not given them, and custom headers).
+            refuse_environment_headers("OPENAI_CUSTOM_HEADERS")
+            headers = {
+                "OpenAI-Organization": config.organization or openai.Omit(),
+                "OpenAI-Project": openai.Omit(),
+            }
         self._client = openai.OpenAI(
             api_key=api_key,
             base_url=config.base_url,
             organization=config.organization,
             timeout=config.timeout,
             max_retries=0,
+            default_headers=headers,
             http_client=http_client(openai.DefaultHttpxClient, config.base_url),
         )
 

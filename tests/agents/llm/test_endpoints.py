@@ -107,3 +107,58 @@ def test_the_platforms_own_endpoint_is_not_restricted(
     settings.AGENTDESK_LLM_PRIVATE_NETWORKS = []
     with http_client(httpx2.Client, None) as client:
         assert client.get(f"{fake_llm.openai_base_url[:-3]}/healthz").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_environments_proxies_are_not_used_for_an_agencys_endpoint(
+    kind: ProviderKind,
+    fake_llm: FakeProviderServer,
+    make_provider: MakeProvider,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A proxy would fetch whatever address the tenant named, past the check."""
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    fake_llm.enqueue(text_reply("straight to the endpoint"))
+    provider = make_provider(kind, max_retries=0)
+
+    assert provider.complete([Message.user("hi")]).text == "straight to the endpoint"
+
+    settings.AGENTDESK_LLM_PRIVATE_NETWORKS = []
+    with pytest.raises(LLMConfigurationError, match="loopback"):
+        make_provider(kind, max_retries=0).complete([Message.user("hi")])
+
+
+def test_the_platforms_openai_organization_and_project_are_not_sent_to_an_agencys_endpoint(
+    fake_llm: FakeProviderServer, make_provider: MakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-PLATFORM")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-PLATFORM")
+    fake_llm.enqueue(text_reply("one"), text_reply("two"))
+
+    make_provider("openai").complete([Message.user("hi")])
+    make_provider("openai", organization="org-agency").complete([Message.user("hi")])
+
+    first, second = fake_llm.requests
+    assert "openai-organization" not in first.headers
+    assert "openai-project" not in first.headers
+    assert second.headers["openai-organization"] == "org-agency"
+    assert "openai-project" not in second.headers
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_agencys_endpoint_is_refused_while_the_environment_sets_custom_headers(
+    kind: ProviderKind,
+    fake_llm: FakeProviderServer,
+    make_provider: MakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    variable = "ANTHROPIC_CUSTOM_HEADERS" if kind == "anthropic" else "OPENAI_CUSTOM_HEADERS"
+    monkeypatch.setenv(variable, "X-Gateway-Token: platform-secret")
+
+    with pytest.raises(LLMConfigurationError, match=variable):
+        make_provider(kind).complete([Message.user("hi")])
+    assert fake_llm.request_count == 0

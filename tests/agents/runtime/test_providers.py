@@ -76,3 +76,15 @@ def test_an_agent_without_a_model_uses_the_providers_default_model(
         agency=agent.agency, provider_name="anthropic", default_model="claude-house-default"
     )
     assert provider_config_for(agent, agency_id=agent.agency_id).model == "claude-house-default"
+
+
+def test_an_organization_id_goes_only_with_the_agencys_own_key(
+    server: FakeProviderServer,
+) -> None:
+    """Without a key of its own the agency uses the platform's, and must not choose which of
+    its organizations pays."""
+    agent = _agent(llm_provider="openai")
+    LLMProviderFactory.create(agency=agent.agency, organization_id="org-agency")
+    config = provider_config_for(agent, agency_id=agent.agency_id)
+    assert config.api_key is None
+    assert config.organization is None
