@@ -78,7 +78,7 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
         if claim.first_claim:
             _start(execution, agent, claim.tx)
         claim.tx.save()  # one statement, committed with this block
-    run = _Run(execution, agent, worker)
+    run = _Run(execution, agent, worker, first_claim=claim.first_claim)
     try:
         if execution.attempts > settings.AGENTDESK_MAX_DELIVERIES:
             # A run that keeps killing its workers (or keeps losing them) must end somewhere.
@@ -127,15 +127,18 @@ def _start(execution: Execution, agent: Agent, tx: store.StepTransaction) -> Non
 
 
 class _Run:
-    def __init__(self, execution: Execution, agent: Agent, worker: str) -> None:
+    def __init__(
+        self, execution: Execution, agent: Agent, worker: str, *, first_claim: bool = True
+    ) -> None:
         self.execution = execution
         self.agent = agent
         self.worker = worker
+        self.first_claim = first_claim
         self.snapshot: ConfigSnapshot = execution.config_snapshot
         self.tools = {t["name"]: t for t in self.snapshot["tools"]}
         self.tool_definitions = tool_definitions(self.snapshot)
-        # timeout_seconds bounds the time the run spends running: a run that waited for an
-        # approval or a timer resumes with what it had left (store.running_seconds).
+        # timeout_seconds bounds the time the run spends running: a run that waited, or whose
+        # worker was lost, resumes with what it had left (_conversation, store.running_seconds).
         self.deadline = (execution.started_at or timezone.now()).timestamp() + self.snapshot[
             "timeout_seconds"
         ]
@@ -221,13 +224,15 @@ class _Run:
                 return outcome
 
     def _conversation(self) -> tuple[list[Message], list[ToolCall], list[Message]]:
-        if self.execution.current_step <= 1:
+        if self.first_claim:
             return initial_messages(self.snapshot, self.execution), [], []
         # A resumed run: rebuild from what was persisted; never repeat a recorded call.
         with tenancy.agency_context(self.execution.agency_id):
             steps = list(self.execution.steps.order_by("step_number"))
-            used = store.running_seconds(self.execution)
+            used = store.running_seconds(self.execution, steps)
         self.deadline = time.time() + self.snapshot["timeout_seconds"] - used
+        if self.execution.current_step <= 1:  # lost during its first model call
+            return initial_messages(self.snapshot, self.execution), [], []
         resumed = rebuild_messages(self.snapshot, self.execution, steps)
         return resumed.messages, resumed.pending, resumed.observed
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import datetime
 import functools
+import itertools
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -221,21 +222,31 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
     return Claim(execution, first_claim, tx)
 
 
-def running_seconds(execution: Execution) -> float:
-    """How long the run has been ``running`` before its latest claim (from its transitions):
-    what its ``timeout_seconds`` has used. Time spent waiting for an approval, an answer or a
-    timer does not count; the time until a lost worker's run was taken over does.
+def running_seconds(execution: Execution, steps: Sequence[ExecutionStep]) -> float:
+    """How long the run has been ``running`` before its latest claim (from its transitions and
+    ``steps``, its persisted steps): what its ``timeout_seconds`` has used. Time spent waiting
+    for an approval, an answer or a timer does not count. Nor does the time a lost worker's
+    run lay unowned until its lease ran out (minutes, by default longer than a run may take):
+    a worker's time ends at its last persisted step when another delivery took the run over.
 
     Precondition: inside the execution's agency context.
     """
-    transitions = StateTransition.objects.filter(execution_id=execution.id).order_by("sequence")
+    transitions = list(
+        StateTransition.objects.filter(execution_id=execution.id)
+        .order_by("sequence")
+        .values_list("to_state", "transition_type", "entered_at")
+    )
+    done = [step.completed_at for step in steps if step.completed_at is not None]
     used = 0.0
-    since: datetime.datetime | None = None
-    for to_state, at in transitions.values_list("to_state", "entered_at"):
-        if since is not None:
-            used += (at - since).total_seconds()
-        since = at if to_state == ExecutionStatus.RUNNING else None
-    return used  # the latest claim's interval is still open: the caller's clock counts it
+    # The latest claim's interval is still open: the caller's clock counts it.
+    for (state, _, entered), (_, how, next_entered) in itertools.pairwise(transitions):
+        if state != ExecutionStatus.RUNNING:
+            continue
+        left = next_entered
+        if how == TransitionType.RETRY:  # taken over after the worker was lost
+            left = max((at for at in done if entered <= at <= next_entered), default=entered)
+        used += (left - entered).total_seconds()
+    return used
 
 
 class StepTransaction:

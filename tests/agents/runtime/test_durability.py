@@ -41,7 +41,9 @@ def _scripted_agent(
     kind: str,
     first_latency: float = 0.0,
 ) -> tuple[Agent, Contact]:
-    agent = make_agent(kind, allowed_tools=["crm_*"])
+    # A time limit shorter than the time the run lies dead before the reaper takes it over:
+    # only the time a worker spent on it counts, so the resumed run still completes.
+    agent = make_agent(kind, allowed_tools=["crm_*"], timeout_seconds=LEASE_SECONDS)
     with tenancy.agency_context(agent.agency_id):
         contact = Contact.objects.create(
             agency_id=agent.agency_id, first_name="Grace", email="grace@example.com"
