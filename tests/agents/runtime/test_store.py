@@ -7,6 +7,7 @@ in one pipeline round trip), and inside a test transaction for the nested path.
 from __future__ import annotations
 
 import datetime
+import importlib
 
 import pytest
 from django.db import connection, transaction
@@ -150,3 +151,35 @@ def test_a_state_held_longer_than_an_int4_of_milliseconds_still_ends() -> None:
     assert cancelled.duration_ms == store.INT4_MAX
     assert waited.duration_ms == store.INT4_MAX
     assert waited.exited_at is not None
+
+
+@pytest.mark.django_db
+def test_the_migration_closes_states_written_before_states_were_closed() -> None:
+    """agents 0009: each old state closed at the next one's start; the latest stays open."""
+    close_past_states = importlib.import_module(
+        "agents.migrations.0009_close_past_states"
+    ).CLOSE_PAST_STATES
+    start = timezone.now() - datetime.timedelta(minutes=5)
+    execution = ExecutionFactory.create(status=ExecutionStatus.COMPLETED)
+    with tenancy.agency_context(execution.agency_id):
+        for sequence, (state, offset) in enumerate(
+            [("pending", 0.0), ("running", 1.5), ("completed", 4.0)], start=1
+        ):
+            StateTransition.objects.create(
+                agency_id=execution.agency_id,
+                execution=execution,
+                to_state=state,
+                sequence=sequence,
+                entered_at=start + datetime.timedelta(seconds=offset),
+            )
+    with tenancy.platform_context(), connection.cursor() as cursor:
+        cursor.execute(close_past_states)
+    with tenancy.agency_context(execution.agency_id):
+        states = list(
+            execution.state_transitions.order_by("sequence").values_list("exited_at", "duration_ms")
+        )
+    assert states == [
+        (start + datetime.timedelta(seconds=1.5), 1500),
+        (start + datetime.timedelta(seconds=4.0), 2500),
+        (None, None),
+    ]
