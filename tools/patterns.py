@@ -30,8 +30,6 @@ __all__ = [
     "InvalidPattern",
     "PatternDecision",
     "decide",
-    "effective_tools",
-    "is_tool_allowed",
     "pattern_matches",
     "validate_pattern",
     "validate_patterns",
@@ -136,15 +134,3 @@ def decide(name: str, allowed: Sequence[str], denied: Sequence[str]) -> PatternD
         )
         return PatternDecision(False, None, f"Tool '{name}' is not available: {reason}.")
     return PatternDecision(True, allowed_by, f"Tool '{name}' is allowed (pattern '{allowed_by}').")
-
-
-def is_tool_allowed(name: str, allowed: Sequence[str], denied: Sequence[str]) -> bool:
-    """True when ``name`` matches an allowed pattern and no denied pattern."""
-    return decide(name, allowed, denied).allowed
-
-
-def effective_tools(
-    all_tool_names: Iterable[str], allowed: Sequence[str], denied: Sequence[str]
-) -> list[str]:
-    """The tool names an agent may use, sorted and without duplicates (admin's read-only list)."""
-    return sorted({name for name in all_tool_names if is_tool_allowed(name, allowed, denied)})

@@ -27,9 +27,10 @@ _modules = CatalogueCache[frozenset[str]]()
 
 
 def agency_enabled_modules(agency_id: uuid.UUID | str) -> frozenset[str]:
-    """The modules the agency has enabled (lower case). An agency the current tenant cannot see
-    has none: a tool that requires a module is then refused (fail closed), and that miss is not
-    cached."""
+    """The modules the agency has enabled (lower case), cached per agency id for the process:
+    callers ask for their own agency (the run's, the request's). Read without a tenant that may
+    see the row, the agency has none — a tool that requires a module is then refused (fail
+    closed) — and that miss is not cached."""
 
     def load() -> frozenset[str]:
         row = Agency.objects.filter(pk=agency_id).values_list("enabled_modules", flat=True)

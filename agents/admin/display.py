@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.schedules import InvalidCron, parse_cron
+from tools import registry
 from tools.access import decide_tool
 from tools.models import Tool
 from tools.selectors import agency_enabled_modules
@@ -54,18 +55,21 @@ def schedule_summary(expression: str, *, active: bool) -> str:
 def agent_effective_tools(
     agency_id: uuid.UUID, allowed: list[str], denied: list[str]
 ) -> tuple[list[str], int]:
-    """The tool names the agent may call — decided as a run decides them (name patterns,
-    required permissions, the agency's modules) — and how many active tools there are."""
+    """The tool names the agent may call — decided as a run decides them (a handler installed,
+    name patterns, required permissions, the agency's modules) — and how many active tools
+    there are."""
     tools = list(
         Tool.objects.filter(is_active=True)
         .filter(Q(agency_id=agency_id) | Q(agency__isnull=True))
         .values_list("name", "requires_permissions", "requires_modules")
     )
     modules = agency_enabled_modules(agency_id)
+    installed = set(registry.registered_names())
     names = [
         name
         for name, permissions, required_modules in tools
-        if decide_tool(
+        if name in installed
+        and decide_tool(
             name,
             requires_permissions=permissions,
             requires_modules=required_modules,

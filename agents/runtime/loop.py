@@ -195,6 +195,7 @@ class _Run:
                 completion = provider.complete(
                     messages,
                     self.tool_definitions,
+                    model=self.snapshot["llm_model"] or None,
                     temperature=self.snapshot["temperature"],
                     max_tokens=self.snapshot["max_tokens"],
                     # The run's time limit holds during the call too (retries included).

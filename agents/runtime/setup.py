@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from agents.models import Agent, Execution
 from agents.runtime.context import ConfigSnapshot, build_system_prompt
+from agents.runtime.providers import provider_config_for
 from core.catalogue import CatalogueCache
 from memory.models import Memory
 from tools import registry
@@ -121,7 +122,8 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
         "system_prompt": prompt,
         "tools": tools,
         "llm_provider": agent.llm_provider,
-        "llm_model": agent.llm_model,
+        # The model the run is priced and recorded at, and the one it asks for.
+        "llm_model": agent.llm_model or provider_config_for(agent, agency_id=agent.agency_id).model,
         "temperature": float(agent.temperature),
         "max_tokens": agent.max_tokens,
         "max_steps_per_run": agent.max_steps_per_run,

@@ -225,7 +225,7 @@ def test_deleting_an_agent_with_runs_goes_through_the_service(client: Client, si
 def test_effective_tools_lists_active_visible_tools_allowed_and_not_denied(
     client: Client, site: Site, other_agency: Agency
 ) -> None:
-    ToolFactory.create(agency=site.agency, name="crm_custom_sync")
+    ToolFactory.create(agency=site.agency, name="crm_custom_sync")  # no handler: never offered
     ToolFactory.create(agency=site.agency, name="crm_retired", is_active=False)
     ToolFactory.create(agency=other_agency, name="crm_other_agency")
     agent = AgentFactory.create(
@@ -240,7 +240,6 @@ def test_effective_tools_lists_active_visible_tools_allowed_and_not_denied(
     assert re.findall(r">([a-z_]+)</a>", listed.group(1)) == [
         "crm_add_note",
         "crm_create_contact",
-        "crm_custom_sync",
         "crm_get_contact",
         "crm_search_contacts",
         "email_draft",

@@ -12,12 +12,20 @@ from tools.patterns import (
     MAX_PATTERN_LENGTH,
     InvalidPattern,
     decide,
-    effective_tools,
-    is_tool_allowed,
     pattern_matches,
     validate_pattern,
     validate_patterns,
 )
+
+
+def is_tool_allowed(name: str, allowed: list[str], denied: list[str]) -> bool:
+    return decide(name, allowed, denied).allowed
+
+
+def effective_tools(names: list[str], allowed: list[str], denied: list[str]) -> list[str]:
+    """The names a run may be offered, by pattern alone (the rest is tools.access)."""
+    return sorted({name for name in names if is_tool_allowed(name, allowed, denied)})
+
 
 SEED_TOOLS = [
     "crm_get_contact",
@@ -111,10 +119,6 @@ def test_decide_names_the_deciding_pattern_for_the_model() -> None:
     assert "none of the agent's allowed" in unmatched.reason
 
 
-def test_effective_tools_is_sorted_and_unique() -> None:
-    assert effective_tools(["b_x", "a_x", "b_x"], ["*_x"], []) == ["a_x", "b_x"]
-
-
 @pytest.mark.parametrize("pattern", ["crm_*", "*_send", "*", "email_send", "a", "x" * 64, "a*b*c"])
 def test_validate_pattern_accepts_well_formed_patterns(pattern: str) -> None:
     validate_pattern(pattern)
@@ -194,11 +198,3 @@ def test_matching_agrees_with_a_reference_regex(pattern: str, name: str) -> None
 def test_trailing_star_is_the_seeds_prefix_match(prefix: str, name: str) -> None:
     # seed 004: pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern
     assert pattern_matches(prefix + "*", name) is name.startswith(prefix)
-
-
-@given(allowed=st.lists(patterns, max_size=4), denied=st.lists(patterns, max_size=4))
-def test_effective_tools_is_exactly_the_allowed_subset(
-    allowed: list[str], denied: list[str]
-) -> None:
-    result = effective_tools(SEED_TOOLS, allowed, denied)
-    assert result == sorted(n for n in SEED_TOOLS if is_tool_allowed(n, allowed, denied))

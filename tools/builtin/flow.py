@@ -45,8 +45,9 @@ def wait(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def workflow_event_type(workflow_id: object) -> str:
-    """The event type a workflow id names: ``<name>`` or ``ai.workflow.<name>`` both mean
-    ``ai.workflow.<name>``; anything else is refused."""
+    """The event type a workflow id names: a bare name without dots (``lead_followup``) or
+    ``ai.workflow.<name>`` (dots allowed in the name) both mean ``ai.workflow.<name>``; anything
+    else — a dotted name without the prefix is another module's event type — is refused."""
     if not isinstance(workflow_id, str) or not workflow_id.strip():
         raise ToolError(INVALID, "'workflow_id' must be a non-empty string.")
     given = workflow_id.strip()

@@ -13,8 +13,9 @@ DESCRIPTION = (
 WORKFLOW_ID = {
     "type": "string",
     "description": (
-        "The workflow's name, e.g. 'lead_followup' (lowercase letters, digits, underscores; "
-        "dot-separated parts allowed). Other event types cannot be triggered."
+        "The workflow's name, e.g. 'lead_followup' (lowercase letters, digits, underscores), "
+        "or 'ai.workflow.<name>', where the name may have dot-separated parts. Other event "
+        "types cannot be triggered."
     ),
 }
 OLD_DESCRIPTION = "Start an automation workflow"

@@ -239,8 +239,8 @@ def test_cancel_takes_effect_before_the_next_model_call(
     celery_worker: Worker,
 ) -> None:
     agent = make_agent(kind)
-    slow = Reply(
-        tool_calls=tool_call_reply("crm_search_contacts", {"query": "x"}).tool_calls, latency=1.0
+    slow = Reply(  # long enough for the cancel to land while the model is still answering
+        tool_calls=tool_call_reply("crm_search_contacts", {"query": "x"}).tool_calls, latency=2.0
     )
     fake_llm_server.set_responder(by_turn(then=slow), key=agent.llm_model)
     execution = _start(agent)

@@ -11,8 +11,9 @@ import pytest
 from agents.llm import clear_provider_cache, get_provider
 from agents.llm.fake_server import FakeProviderServer, text_reply
 from agents.llm.types import Message
-from agents.models import Agent
+from agents.models import Agent, Execution
 from agents.runtime.providers import provider_config_for
+from agents.runtime.setup import build_snapshot
 from core import tenancy
 from tests.agents.factories import AgentFactory, LLMProviderFactory
 from tests.factories import SiteFactory
@@ -88,3 +89,14 @@ def test_an_organization_id_goes_only_with_the_agencys_own_key(
     config = provider_config_for(agent, agency_id=agent.agency_id)
     assert config.api_key is None
     assert config.organization is None
+
+
+def test_a_run_of_an_agent_without_a_model_is_priced_at_the_default_model(
+    server: FakeProviderServer,
+) -> None:
+    """The snapshot names the model the run asks for, prices and records: not ``""`` (free)."""
+    agent = _agent(llm_provider="openai", llm_model="")
+    LLMProviderFactory.create(agency=agent.agency, default_model="gpt-house-default")
+    with tenancy.agency_context(agent.agency_id):
+        snapshot = build_snapshot(agent, Execution(agent=agent))
+    assert snapshot["llm_model"] == "gpt-house-default"
