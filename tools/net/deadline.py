@@ -114,6 +114,8 @@ def resolver_with_deadline(resolver: Resolver, deadline: float) -> Resolver:
     ``deadline``; its other errors and its answers pass through unchanged."""
 
     def resolve(host: str, port: int) -> Sequence[str]:
+        if deadline <= time.monotonic():  # no thread for a lookup that could not be waited for
+            raise FetchError("timeout", f"No time left to resolve {host}.", url=host)
         future: Future[Sequence[str]] = Future()
         worker = threading.Thread(
             target=_settle, args=(future, resolver, host, port), name="resolve", daemon=True
