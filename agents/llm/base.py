@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
+from agents.llm.deadline import call_deadline
 from agents.llm.endpoints import refusal
 from agents.llm.errors import LLMConfigurationError, LLMDeadlineExceeded, LLMError
 from agents.llm.retry import backoff_delay
@@ -66,14 +67,16 @@ class Provider(ABC):
         ``timeout``: the seconds the caller has left for the call, retries and backoff
         included: each attempt's HTTP timeouts (connect, each read) are shortened to the time
         left and no retry starts past it, so a hung or unreachable provider ends the call then
-        with `LLMDeadlineExceeded`. (A server that keeps sending a byte now and then can still
-        stretch one attempt: the HTTP client bounds each read, not their sum.)
+        with `LLMDeadlineExceeded`. On an agency's own endpoint every network operation is
+        also cut at the limit (:mod:`agents.llm.deadline`), so not even a server that keeps
+        sending a byte now and then can stretch a call past it.
         """
         request = self._request(messages, tools, model, temperature, max_tokens, timeout=timeout)
         attempt = 1
         while True:
             try:
-                return self._complete_once(request, attempt)
+                with call_deadline(request.deadline):
+                    return self._complete_once(request, attempt)
             except Exception as exc:
                 error = self._error_for(exc)
                 if error is None:
@@ -107,15 +110,17 @@ class Provider(ABC):
             # abandoned attempt's counts.
             held: UsageUpdate | None = None
             try:
-                for event in self._stream_once(request, attempt):
-                    if isinstance(event, UsageUpdate) and not forwarded:
-                        held = event
-                        continue
-                    if held is not None:
-                        yield held
-                        held = None
-                    forwarded = True
-                    yield event
+                # (The limit stays set while the caller handles an event: same thread.)
+                with call_deadline(request.deadline):
+                    for event in self._stream_once(request, attempt):
+                        if isinstance(event, UsageUpdate) and not forwarded:
+                            held = event
+                            continue
+                        if held is not None:
+                            yield held
+                            held = None
+                        forwarded = True
+                        yield event
                 return
             except Exception as exc:
                 error = self._error_for(exc)

@@ -35,6 +35,7 @@ import httpx2
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from agents.llm.deadline import BoundedStream, connect_timeout
 from agents.llm.errors import LLMConfigurationError
 from agents.llm.tls import shared_ssl_context
 from tools.net.addresses import (
@@ -104,7 +105,8 @@ def checked_addresses(host: str, port: int, *, resolver: Resolver = system_resol
 
 
 class _AllowedAddressesOnly(httpcore2.SyncBackend):
-    """httpcore's network backend, dialling only checked addresses."""
+    """httpcore's network backend, dialling only checked addresses; the connections it opens
+    end each operation by the current model call's deadline (:mod:`agents.llm.deadline`)."""
 
     def __init__(self, resolver: Resolver = system_resolver) -> None:
         self._resolver = resolver
@@ -121,9 +123,13 @@ class _AllowedAddressesOnly(httpcore2.SyncBackend):
         failure: Exception | None = None
         for address in addresses:  # like socket.create_connection: the first that answers
             try:
-                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+                stream = super().connect_tcp(
+                    address, port, connect_timeout(timeout), local_address, socket_options
+                )
             except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
                 failure = exc
+            else:
+                return BoundedStream(stream)
         assert failure is not None  # a resolver answer is never empty
         raise failure
 

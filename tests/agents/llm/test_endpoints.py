@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from typing import Any
 
 import httpx2
@@ -9,7 +12,7 @@ import pytest
 
 from agents.llm.endpoints import EndpointRefused, http_client
 from agents.llm.fake_server import FakeProviderServer, text_reply
-from agents.llm.types import LLMConfigurationError, Message, ProviderKind
+from agents.llm.types import LLMConfigurationError, LLMDeadlineExceeded, Message, ProviderKind
 from tests.agents.llm.helpers import MakeProvider
 
 KINDS: list[ProviderKind] = ["openai", "anthropic"]
@@ -162,3 +165,53 @@ def test_an_agencys_endpoint_is_refused_while_the_environment_sets_custom_header
     with pytest.raises(LLMConfigurationError, match=variable):
         make_provider(kind).complete([Message.user("hi")])
     assert fake_llm.request_count == 0
+
+
+class _TricklingServer:
+    """Answers any request with headers, then one body byte every 0.1 s for 10 s: no read
+    timeout ever trips. Records whether the client hung up before the end."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.client_left_early = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        connection, _ = self.listener.accept()
+        with connection:
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += connection.recv(65536)
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"
+            )
+            try:
+                for _ in range(99):
+                    time.sleep(0.1)
+                    connection.sendall(b" ")
+            except OSError:
+                self.client_left_early.set()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_agencys_endpoint_cannot_stretch_a_call_past_its_time_limit_by_trickling(
+    kind: ProviderKind, make_provider: MakeProvider
+) -> None:
+    """Bytes now and then never trip a read timeout (here 30 s): the call's limit cuts them."""
+    server = _TricklingServer()
+    base = f"http://127.0.0.1:{server.port}"
+    provider = make_provider(
+        kind, base_url=base if kind == "anthropic" else f"{base}/v1", timeout=30.0, max_retries=0
+    )
+    try:
+        with pytest.raises(LLMDeadlineExceeded):
+            provider.complete([Message.user("hi")], timeout=0.5)
+        provider.close()  # the pooled connection, if the client kept it
+        assert server.client_left_early.wait(5)
+    finally:
+        server.close()
