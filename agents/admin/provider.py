@@ -31,7 +31,16 @@ class LLMProviderAdmin(AgencyScopedAdmin):
             {"fields": ["api_key_status", *KEY_INPUTS, "api_endpoint", "organization_id"]},
         ),
         ("Models", {"fields": ["available_models", "default_model"]}),
-        ("Limits", {"fields": ["requests_per_minute", "tokens_per_minute"]}),
+        (
+            "Limits",
+            {
+                "fields": ["requests_per_minute", "tokens_per_minute"],
+                # Said plainly until the runtime throttles by them.
+                "description": "Recorded for reference; not enforced by AgentDesk yet. The "
+                "provider's own rate limits (HTTP 429) are retried with backoff, honouring "
+                "Retry-After.",
+            },
+        ),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
     ]
 

@@ -110,3 +110,10 @@ def test_another_agencys_provider_is_404(client: Client, other_agency: Agency) -
     response = client.post(change_url(theirs), provider_form(api_key=NEW_KEY))
     assert response.status_code == 404
     assert reload(theirs).get_api_key() == RAW_API_KEY
+
+
+def test_the_limits_section_says_they_are_not_enforced(client: Client, agency: Agency) -> None:
+    """Stored but not acted on yet: the page must not let staff believe otherwise."""
+    provider = LLMProviderFactory.create(agency=agency)
+    page = client.get(change_url(provider)).content.decode()
+    assert "not enforced by AgentDesk yet" in page
