@@ -39,11 +39,10 @@ from agents.llm.deadline import BoundedStream, connect_timeout
 from agents.llm.errors import LLMConfigurationError
 from agents.llm.tls import shared_ssl_context
 from tools.net.addresses import (
-    METADATA_ADDRESSES,
     IPAddress,
     IPNetwork,
     Resolver,
-    address_block_reason,
+    refusal_reason,
     system_resolver,
 )
 
@@ -89,12 +88,8 @@ def checked_addresses(host: str, port: int, *, resolver: Resolver = system_resol
         addresses = [ip_address(a.split("%")[0]) for a in resolver(host, port)]
     allowed = allowed_private_networks()
     for ip in addresses:
-        reason = address_block_reason(ip)
+        reason = refusal_reason(ip, allowed)
         if reason is None:
-            continue
-        if ip not in METADATA_ADDRESSES and any(
-            ip in network for network in allowed if network.version == ip.version
-        ):
             continue
         shown = host if host == str(ip) else f"{host} ({ip})"
         raise EndpointRefused(

@@ -66,12 +66,21 @@ def address_block_reason(ip: IPAddress) -> str | None:
     return next((reason for hit, reason in checks if hit), None)
 
 
-def _check_ip(ip: IPAddress, host: str, allowed: Sequence[IPNetwork]) -> None:
+def refusal_reason(ip: IPAddress, allowed: Sequence[IPNetwork]) -> str | None:
+    """Why ``ip`` must not be contacted given the non-public networks let through
+    (``allowed``), or None. Metadata addresses are refused whatever is allowed."""
     reason = address_block_reason(ip)
     if reason is None or (
         ip not in METADATA_ADDRESSES
         and any(ip in net for net in allowed if net.version == ip.version)
     ):
+        return None
+    return reason
+
+
+def _check_ip(ip: IPAddress, host: str, allowed: Sequence[IPNetwork]) -> None:
+    reason = refusal_reason(ip, allowed)
+    if reason is None:
         return
     shown = host if host == str(ip) else f"{host} ({ip})"
     raise FetchError("blocked_address", f"Refused to fetch {shown}: {reason}.", url=host)
