@@ -4,8 +4,9 @@ context is set; under row-level security another agency's rows are simply not th
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from agents.models import Agent
 from core.catalogue import CatalogueCache
@@ -14,7 +15,13 @@ from tools import registry
 from tools.access import AccessDecision, decide_tool
 from tools.models import Tool
 
-__all__ = ["agency_enabled_modules", "clear_modules_cache", "tool_access_now"]
+__all__ = [
+    "active_tools",
+    "agency_enabled_modules",
+    "clear_modules_cache",
+    "offered_tools",
+    "tool_access_now",
+]
 
 
 class _AgencyNotVisible(LookupError):
@@ -49,6 +56,36 @@ def clear_modules_cache() -> None:
     _modules.clear()
 
 
+def active_tools(agency_id: uuid.UUID | str) -> QuerySet[Tool]:
+    """The active tools an agency's agents may be given: its own and the platform's."""
+    return Tool.objects.filter(Q(agency_id=agency_id) | Q(agency__isnull=True), is_active=True)
+
+
+def offered_tools(
+    tools: Iterable[Tool],
+    *,
+    allowed: Sequence[str],
+    denied: Sequence[str],
+    enabled_modules: frozenset[str],
+) -> list[Tool]:
+    """Those of ``tools`` a run of an agent with these patterns is offered (tools.access): a
+    handler installed, the name allowed, every required permission and module present."""
+    installed = set(registry.registered_names())
+    return [
+        tool
+        for tool in tools
+        if tool.name in installed
+        and decide_tool(
+            tool.name,
+            requires_permissions=tool.requires_permissions,
+            requires_modules=tool.requires_modules,
+            allowed=allowed,
+            denied=denied,
+            enabled_modules=enabled_modules,
+        ).allowed
+    ]
+
+
 def tool_access_now(
     *, agency_id: uuid.UUID | str, agent_id: uuid.UUID | str, tool_name: str
 ) -> AccessDecision | None:
@@ -62,8 +99,8 @@ def tool_access_now(
     if registry.get_handler(tool_name) is None:
         return None
     tool = (
-        Tool.objects.filter(Q(agency_id=agency_id) | Q(agency__isnull=True), name=tool_name)
-        .filter(is_active=True)
+        active_tools(agency_id)
+        .filter(name=tool_name)
         .values("requires_permissions", "requires_modules")
         .first()
     )

@@ -11,14 +11,10 @@ from celery.schedules import crontab
 from cron_descriptor import FormatError, MissingFieldError, Options, WrongArgumentError
 from cron_descriptor import get_description as cron_description
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 
 from agents.schedules import InvalidCron, parse_cron
-from tools import registry
-from tools.access import decide_tool
-from tools.models import Tool
-from tools.selectors import agency_enabled_modules
+from tools.selectors import active_tools, agency_enabled_modules, offered_tools
 
 
 def describe_cron(expression: str) -> str:
@@ -58,24 +54,8 @@ def agent_effective_tools(
     """The tool names the agent may call — decided as a run decides them (a handler installed,
     name patterns, required permissions, the agency's modules) — and how many active tools
     there are."""
-    tools = list(
-        Tool.objects.filter(is_active=True)
-        .filter(Q(agency_id=agency_id) | Q(agency__isnull=True))
-        .values_list("name", "requires_permissions", "requires_modules")
+    tools = list(active_tools(agency_id))
+    offered = offered_tools(
+        tools, allowed=allowed, denied=denied, enabled_modules=agency_enabled_modules(agency_id)
     )
-    modules = agency_enabled_modules(agency_id)
-    installed = set(registry.registered_names())
-    names = [
-        name
-        for name, permissions, required_modules in tools
-        if name in installed
-        and decide_tool(
-            name,
-            requires_permissions=permissions,
-            requires_modules=required_modules,
-            allowed=allowed,
-            denied=denied,
-            enabled_modules=modules,
-        ).allowed
-    ]
-    return sorted(names), len(tools)
+    return sorted(tool.name for tool in offered), len(tools)

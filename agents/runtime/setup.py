@@ -4,18 +4,14 @@ the tools it may use, the memories it recalls and the rendered system prompt."""
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Q
 
 from agents.models import Agent, Execution
 from agents.runtime.context import ConfigSnapshot, build_system_prompt
 from agents.runtime.providers import provider_config_for
 from core.catalogue import CatalogueCache
 from memory.models import Memory
-from tools import registry
-from tools.access import decide_tool
 from tools.executor import ToolPolicy
-from tools.models import Tool
-from tools.selectors import agency_enabled_modules
+from tools.selectors import active_tools, agency_enabled_modules, offered_tools
 
 MEMORY_LIMIT = 10
 
@@ -48,38 +44,26 @@ def _load_tools(agent: Agent, modules: frozenset[str]) -> list[ToolPolicy]:
     (required permissions against the same ``allowed_tools`` / ``denied_tools``) and the agency's
     modules: a tool failing any check is left out of the run's tool definitions, so the model
     is never offered it. A call of it anyway is refused by tools.executor."""
-    tools = Tool.objects.filter(
-        Q(agency_id=agent.agency_id) | Q(agency__isnull=True), is_active=True
+    tools = offered_tools(
+        active_tools(agent.agency_id).order_by("name"),
+        allowed=agent.allowed_tools,
+        denied=agent.denied_tools,
+        enabled_modules=modules,
     )
-    installed = set(registry.registered_names())
-    policies: list[ToolPolicy] = []
-    for tool in tools.order_by("name"):
-        if tool.name not in installed:
-            continue
-        access = decide_tool(
-            tool.name,
-            requires_permissions=tool.requires_permissions,
-            requires_modules=tool.requires_modules,
-            allowed=agent.allowed_tools,
-            denied=agent.denied_tools,
-            enabled_modules=modules,
-        )
-        if not access.allowed:
-            continue
-        policies.append(
-            {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters_schema,
-                "tool_id": str(tool.id),
-                "dangerous": tool.is_dangerous,
-                "rate_limit_per_minute": tool.rate_limit_per_minute,
-                "rate_limit_per_hour": tool.rate_limit_per_hour,
-                # Checked again at each call: the agency may turn a module off mid-run.
-                "requires_modules": list(tool.requires_modules),
-            }
-        )
-    return policies
+    return [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters_schema,
+            "tool_id": str(tool.id),
+            "dangerous": tool.is_dangerous,
+            "rate_limit_per_minute": tool.rate_limit_per_minute,
+            "rate_limit_per_hour": tool.rate_limit_per_hour,
+            # Checked again at each call: the agency may turn a module off mid-run.
+            "requires_modules": list(tool.requires_modules),
+        }
+        for tool in tools
+    ]
 
 
 def recall_memories(agent: Agent) -> list[str]:
