@@ -137,11 +137,8 @@ class _Run:
         self.snapshot: ConfigSnapshot = execution.config_snapshot
         self.tools = {t["name"]: t for t in self.snapshot["tools"]}
         self.tool_definitions = tool_definitions(self.snapshot)
-        # timeout_seconds bounds the time the run spends running: a run that waited, or whose
-        # worker was lost, resumes with what it had left (_conversation, store.running_seconds).
-        self.deadline = (execution.started_at or timezone.now()).timestamp() + self.snapshot[
-            "timeout_seconds"
-        ]
+        # When timeout_seconds runs out (time.time()); set by _conversation.
+        self.deadline = 0.0
         # Every tool call id of the conversation: ids must be unique within a run (they are the
         # tool calls' idempotency keys), whatever a provider sends (see _unique_call_ids).
         self.call_ids: set[str] = set()
@@ -225,13 +222,18 @@ class _Run:
                 return outcome
 
     def _conversation(self) -> tuple[list[Message], list[ToolCall], list[Message]]:
+        """The messages so far, the pending calls of the last reply and what was observed
+        meanwhile; sets the deadline. timeout_seconds bounds the time the run spends running:
+        a run that waited, or whose worker was lost, resumes with what it had left."""
+        limit = self.snapshot["timeout_seconds"]
         if self.first_claim:
+            self.deadline = (self.execution.started_at or timezone.now()).timestamp() + limit
             return initial_messages(self.snapshot, self.execution), [], []
         # A resumed run: rebuild from what was persisted; never repeat a recorded call.
         with tenancy.agency_context(self.execution.agency_id):
             steps = list(self.execution.steps.order_by("step_number"))
             used = store.running_seconds(self.execution, steps)
-        self.deadline = time.time() + self.snapshot["timeout_seconds"] - used
+        self.deadline = time.time() + limit - used
         if self.execution.current_step <= 1:  # lost during its first model call
             return initial_messages(self.snapshot, self.execution), [], []
         resumed = rebuild_messages(self.snapshot, self.execution, steps)
