@@ -33,6 +33,7 @@ from agents.llm import (
     ToolCall,
     get_provider,
 )
+from agents.llm.types import unique_call_id
 from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
 from agents.runtime import store
 from agents.runtime.context import (
@@ -244,12 +245,9 @@ class _Run:
         send no ids, or reuse them across turns; the id keys the call's idempotency, so a repeat
         would replay an earlier call's result instead of running the tool."""
         calls = []
-        for sent in completion.tool_calls:
-            call = sent
-            if not call.id or call.id in self.call_ids:
-                call = dataclasses.replace(sent, id=f"call_{uuid.uuid4().hex[:24]}")
-            self.call_ids.add(call.id)
-            calls.append(call)
+        for call in completion.tool_calls:
+            call_id = unique_call_id(call.id, self.call_ids)
+            calls.append(call if call_id == call.id else dataclasses.replace(call, id=call_id))
         if calls == list(completion.tool_calls):
             return completion
         return dataclasses.replace(completion, tool_calls=tuple(calls))
