@@ -57,7 +57,14 @@ class AgentConfig(models.Model):
         max_length=32, choices=ProviderName.choices, default=ProviderName.OPENAI
     )
     llm_model = models.CharField(max_length=100, default="gpt-4o")
-    temperature = models.DecimalField(max_digits=3, decimal_places=2, default=Decimal("0.70"))
+    temperature = models.DecimalField(
+        max_digits=3,
+        decimal_places=2,
+        default=Decimal("0.70"),
+        help_text="0 to 2. Sent to OpenAI-format providers; left out for models that take only "
+        "their default (OpenAI's reasoning models: o1, o3, gpt-5...). Anthropic models run at "
+        "their default.",
+    )
     max_tokens = models.PositiveIntegerField(default=4096)
 
     max_steps_per_run = models.PositiveIntegerField(default=10)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -43,6 +44,12 @@ from agents.llm.types import (
     UsageUpdate,
 )
 
+logger = logging.getLogger(__name__)
+
+# How OpenAI answers a request with a parameter the model does not take (its reasoning models
+# take only their default temperature): a 400 naming the parameter, with one of these codes.
+UNSUPPORTED_PARAMETER_CODES = frozenset({"unsupported_value", "unsupported_parameter"})
+
 
 class OpenAIProvider(Provider):
     def __init__(self, config: ProviderConfig, *, api_key: str, sleep: Sleep = time.sleep) -> None:
@@ -66,6 +73,8 @@ class OpenAIProvider(Provider):
             default_headers=headers,
             http_client=http_client(openai.DefaultHttpxClient, config.base_url),
         )
+        # Models that refused a temperature: left out of their requests from then on.
+        self._without_temperature: set[str] = set()
 
     def close(self) -> None:
         self._client.close()
@@ -77,14 +86,36 @@ class OpenAIProvider(Provider):
         }
         if request.tools:
             kwargs["tools"] = to_openai_tools(request.tools)
-        if request.temperature is not None:
+        if request.temperature is not None and request.model not in self._without_temperature:
             kwargs["temperature"] = request.temperature
         # OpenAI deprecated max_tokens for its own models; local servers mostly know only it.
         limit_name = "max_completion_tokens" if self.kind == "openai" else "max_tokens"
         kwargs[limit_name] = request.max_tokens
         return kwargs
 
-    def _post(self, body: dict[str, Any], *, timeout: float, stream: bool = False) -> Any:
+    def _post(
+        self, request: CompletionRequest, body: dict[str, Any], *, stream: bool = False
+    ) -> Any:
+        """Send ``body``; a model that refuses the temperature gets the request again without
+        it (once, in the same attempt) and never again: OpenAI's reasoning models (o1, o3,
+        gpt-5...) take only their default and answer any other value with a 400 naming
+        ``temperature``. The agent's setting stays as it is; it applies wherever it is taken."""
+        try:
+            return self._send(request, body, stream=stream)
+        except openai.BadRequestError as exc:
+            if "temperature" not in body or not _refuses_parameter(exc.body, "temperature"):
+                raise
+        self._without_temperature.add(body["model"])
+        logger.warning(
+            "%s model %r does not take a temperature: sending its requests without one",
+            self.kind,
+            body["model"],
+        )
+        return self._send(
+            request, {k: v for k, v in body.items() if k != "temperature"}, stream=stream
+        )
+
+    def _send(self, request: CompletionRequest, body: dict[str, Any], *, stream: bool) -> Any:
         # `chat.completions.create` re-walks the whole message history against the SDK's
         # TypedDicts on every call (O(history), ~18 ms at 100 messages); our body is already in
         # wire shape, so it goes through the client's documented low-level `post`, which keeps
@@ -93,15 +124,16 @@ class OpenAIProvider(Provider):
             "/chat/completions",
             body=body,
             cast_to=ChatCompletion,
-            options={"security": {"bearer_auth": True}, "timeout": timeout},
+            options={
+                "security": {"bearer_auth": True},
+                "timeout": request.attempt_timeout(self.config.timeout),
+            },
             stream=stream,
             stream_cls=openai.Stream[ChatCompletionChunk],
         )
 
     def _complete_once(self, request: CompletionRequest, attempt: int) -> Completion:
-        response: ChatCompletion = self._post(
-            self._create_kwargs(request), timeout=request.attempt_timeout(self.config.timeout)
-        )
+        response: ChatCompletion = self._post(request, self._create_kwargs(request))
         with reading_response(self.kind):
             return self._completion(response, request, attempt)
 
@@ -131,9 +163,7 @@ class OpenAIProvider(Provider):
     def _stream_once(self, request: CompletionRequest, attempt: int) -> Iterator[StreamEvent]:
         body = self._create_kwargs(request)
         body.update(stream=True, stream_options={"include_usage": True})
-        chunks: openai.Stream[ChatCompletionChunk] = self._post(
-            body, timeout=request.attempt_timeout(self.config.timeout), stream=True
-        )
+        chunks: openai.Stream[ChatCompletionChunk] = self._post(request, body, stream=True)
         state = StreamState(model=request.model)
         with chunks, reading_response(self.kind):
             for chunk in chunks:
@@ -197,3 +227,13 @@ class OpenAIProvider(Provider):
                 provider=self.kind,
             )
         return None
+
+
+def _refuses_parameter(error: object, parameter: str) -> bool:
+    """Whether an error body (the SDK's ``exc.body``: the ``error`` object) says the model does
+    not take ``parameter`` or its value: a 400 whose ``param`` names it, coded as unsupported."""
+    return (
+        isinstance(error, dict)
+        and error.get("param") == parameter
+        and error.get("code") in UNSUPPORTED_PARAMETER_CODES
+    )
