@@ -52,7 +52,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally, no CDN
-    "django_celery_beat",
+    "config.apps.CeleryBeatConfig",  # django_celery_beat, with its own id type
 ]
 
 MIDDLEWARE = [
