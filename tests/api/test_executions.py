@@ -106,3 +106,16 @@ def test_another_agencys_execution_is_a_404(tenant_b, as_role) -> None:
     assert client.get(f"{EXECUTIONS}not-a-uuid/").status_code == 404
     assert client.get(EXECUTIONS).json()["count"] == 0
     assert count(Execution, pk=theirs.id, status=ExecutionStatus.PENDING) == 1
+
+
+@pytest.mark.parametrize("ordering", ["cost_usd", "-completed_at", "tokens_total"])
+def test_paging_through_equal_values_shows_every_execution_once(agent, as_role, ordering) -> None:
+    # Every row has the same cost, end time and tokens: only a tie-break makes paging exact.
+    ExecutionFactory.create_batch(120, agent=agent, completed_at=agent.created_at)
+    client = as_role(Role.VIEWER)
+    seen: list[str] = []
+    for page in range(1, 6):
+        response = client.get(EXECUTIONS, {"ordering": ordering, "page": page, "page_size": 25})
+        seen += [row["id"] for row in response.json()["results"]]
+    assert len(seen) == 120
+    assert len(set(seen)) == 120
