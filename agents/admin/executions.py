@@ -14,6 +14,7 @@ from agents.admin.common import EMPTY, ReadOnlyInline, changelist_link, json_dis
 from agents.models import (
     DecisionPoint,
     Execution,
+    ExecutionStatus,
     ExecutionStep,
     StateTransition,
     TriggerLog,
@@ -169,12 +170,26 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
     @admin.action(description="Cancel selected executions", permissions=["cancel"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[Execution]) -> None:
-        done = 0
+        ended = requested = finished = 0
         for execution in queryset:
-            if not execution.is_terminal:
-                execution_cancel(execution=execution, reason=f"Cancelled by {request.user}.")
-                done += 1
-        self.message_user(request, f"Cancelled {done} execution(s).", messages.SUCCESS)
+            result = execution_cancel(execution=execution, reason=f"Cancelled by {request.user}.")
+            if execution.is_terminal or (
+                result.is_terminal and result.status != ExecutionStatus.CANCELLED
+            ):
+                finished += 1  # it had ended (or ended meanwhile) on its own
+            elif result.is_terminal:
+                ended += 1
+            else:
+                requested += 1  # a worker holds it: it stops before its next model call or tool
+        parts = [f"Cancelled {ended} execution(s)."]
+        if requested:
+            parts.append(
+                f"Cancel requested for {requested} running execution(s): each stops before its "
+                "next model call or tool."
+            )
+        if finished:
+            parts.append(f"{finished} had already finished and were left as they were.")
+        self.message_user(request, " ".join(parts), messages.SUCCESS)
 
     def change_view(
         self,

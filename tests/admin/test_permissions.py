@@ -176,6 +176,32 @@ def test_cancel_action_cancels_a_pending_execution(
     assert fetch(Execution, pk=viewer_execution.pk).status == ExecutionStatus.PENDING
 
 
+def test_cancel_action_says_what_happened_to_each_kind_of_run(
+    agency: Agency, staff: User, login: Callable[[User], Client]
+) -> None:
+    agent = AgentFactory.create(agency=agency)
+    pending = ExecutionFactory.create(agent=agent)
+    running = ExecutionFactory.create(
+        agent=agent, status=ExecutionStatus.RUNNING, lease_owner="worker-1"
+    )
+    done = ExecutionFactory.create(agent=agent, status=ExecutionStatus.COMPLETED)
+
+    response = login(staff).post(
+        admin_url(Execution, "changelist"),
+        {"action": "cancel", "_selected_action": [str(e.pk) for e in (pending, running, done)]},
+        follow=True,
+    )
+
+    assert [str(m) for m in response.context["messages"]] == [
+        "Cancelled 1 execution(s). Cancel requested for 1 running execution(s): each stops "
+        "before its next model call or tool. 1 had already finished and were left as they were."
+    ]
+    assert fetch(Execution, pk=pending.pk).status == ExecutionStatus.CANCELLED
+    still = fetch(Execution, pk=running.pk)
+    assert (still.status, still.cancel_requested_at is not None) == (ExecutionStatus.RUNNING, True)
+    assert fetch(Execution, pk=done.pk).status == ExecutionStatus.COMPLETED
+
+
 @pytest.mark.parametrize(("role", "decides"), [(Role.APPROVER, True), (Role.VIEWER, False)])
 def test_approvers_approve_and_deny_from_the_queue(
     agency: Agency, login: Callable[[User], Client], role: str, decides: bool
