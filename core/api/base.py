@@ -10,6 +10,7 @@ response is rendered outside of it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import Model, QuerySet
@@ -64,8 +65,9 @@ class TenantScopedView(APIView):
         return self.response
 
     def expect_no_body(self, request: Request) -> None:
-        """Actions without a body still refuse one (a typo'd field must not pass silently)."""
-        if request.data:
+        """Actions without a body still refuse one (a typo'd field must not pass silently), and
+        anything but an empty object: ``null`` or ``[]`` is a 400 here as in every other action."""
+        if not isinstance(request.data, Mapping) or request.data:
             StrictSerializer(data=request.data).is_valid(raise_exception=True)
 
     def scope[M: Model](self, queryset: QuerySet[M]) -> QuerySet[M]:

@@ -89,6 +89,21 @@ def test_cancel_with_a_body_is_a_field_error_and_cancels_nothing(agent, as_role)
     assert count(Execution, pk=execution.id, status=ExecutionStatus.PENDING) == 1
 
 
+@pytest.mark.parametrize("body", ["null", "[]", '["reason"]'])
+def test_cancel_with_a_body_that_is_not_an_object_is_400_and_cancels_nothing(
+    agent, as_role, body
+) -> None:
+    execution = ExecutionFactory.create(agent=agent)
+    response = as_role(Role.STAFF).post(
+        f"{EXECUTIONS}{execution.id}/cancel/", body, content_type="application/json"
+    )
+    assert response.status_code == 400, response.json()
+    assert count(Execution, pk=execution.id, status=ExecutionStatus.PENDING) == 1
+    # An empty object is no body at all.
+    empty = as_role(Role.STAFF).post(f"{EXECUTIONS}{execution.id}/cancel/", {}, format="json")
+    assert empty.status_code == 200
+
+
 @pytest.mark.parametrize("role", [Role.VIEWER, Role.APPROVER])
 def test_readers_cannot_execute_or_cancel(agent, as_role, role) -> None:
     execution = ExecutionFactory.create(agent=agent)
