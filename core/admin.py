@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from core.admin_scoping import (
+    ADMIN_ROLES,
     AgencyScopedAdmin,
     NotFoundIs404Mixin,
     ReadOnlyAdminMixin,
@@ -91,7 +92,7 @@ class MembershipAdmin(AgencyScopedAdmin):
     list_filter = ["role"]
     search_fields = ["user__username", "user__email"]
     # Only agency admins manage members (issue: "admin manages keys and members").
-    write_roles = frozenset({Role.ADMIN})
+    write_roles = ADMIN_ROLES
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         # Logins are platform-wide: an agency admin picks only among its own members' logins,

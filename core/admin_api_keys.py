@@ -10,12 +10,9 @@ from django.db.models import Model, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 
-from core.admin_scoping import AgencyScopedAdmin, has_role
+from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, has_role
 from core.api_keys.models import ApiKey
 from core.api_keys.services import api_key_create, api_key_revoke
-from core.models import Role
-
-ADMIN_ONLY = frozenset({Role.ADMIN})
 
 
 @admin.register(ApiKey)
@@ -26,10 +23,10 @@ class ApiKeyAdmin(AgencyScopedAdmin):
     fieldsets = [(None, {"fields": ["name", "role"]})]
     readonly_fields = ["prefix", "created_by", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke_keys"]
-    write_roles = ADMIN_ONLY
+    write_roles = ADMIN_ROLES
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return super().has_module_permission(request) and has_role(request, ADMIN_ONLY)
+        return super().has_module_permission(request) and has_role(request, ADMIN_ROLES)
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False  # revoke instead

@@ -46,6 +46,8 @@ def has_role(request: HttpRequest, roles: frozenset[str]) -> bool:
 
 
 WRITE_ROLES: frozenset[str] = frozenset({Role.ADMIN, Role.STAFF})
+# Members, keys, budgets and provider credentials: agency admins only.
+ADMIN_ROLES: frozenset[str] = frozenset({Role.ADMIN})
 
 
 def blank_json_to_default(form: ModelForm[Any]) -> None:

@@ -9,11 +9,8 @@ from django import forms
 from django.contrib import admin
 
 from agents.admin.common import json_display
-from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
-from core.models import Role
+from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
 from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod
-
-ADMIN_ONLY = frozenset({Role.ADMIN})
 
 
 @admin.register(UsageDaily)
@@ -57,7 +54,7 @@ class BudgetAdmin(AgencyScopedAdmin):
     """The runtime keeps the counters; only the limit (and a future day's row) is set by hand."""
 
     form = BudgetForm
-    write_roles = ADMIN_ONLY
+    write_roles = ADMIN_ROLES
     list_display = [
         "date", "limit_usd", "used_usd", "reserved_usd", "remaining", "executions_started",
         "executions_completed",
@@ -83,7 +80,7 @@ class BudgetAdmin(AgencyScopedAdmin):
 
 @admin.register(ModelPrice)
 class ModelPriceAdmin(SharedRowsAdmin):
-    write_roles = ADMIN_ONLY
+    write_roles = ADMIN_ROLES
     list_display = [
         "provider", "model", "input_per_mtok", "output_per_mtok", "cache_read_per_mtok",
         "cache_write_per_mtok", "is_active", "platform_price",

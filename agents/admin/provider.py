@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from agents.admin.forms import LLMProviderForm
 from agents.models import LLMProvider
-from core.admin_scoping import AgencyScopedAdmin
+from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin
 
 KEY_INPUTS = ("api_key", "clear_api_key")
 
@@ -17,6 +17,8 @@ KEY_INPUTS = ("api_key", "clear_api_key")
 @admin.register(LLMProvider)
 class LLMProviderAdmin(AgencyScopedAdmin):
     form = LLMProviderForm
+    # Whoever can change a row's endpoint decides where its stored key is sent.
+    write_roles = ADMIN_ROLES
     list_display = [
         "provider_name", "site", "is_active", "is_default", "default_model", "api_key_status",
     ]  # fmt: skip

@@ -117,3 +117,19 @@ def test_the_limits_section_says_they_are_not_enforced(client: Client, agency: A
     provider = LLMProviderFactory.create(agency=agency)
     page = client.get(change_url(provider)).content.decode()
     assert "not enforced by AgentDesk yet" in page
+
+
+def test_only_agency_admins_change_provider_credentials(
+    agency: Agency, login: Callable[[User], Client]
+) -> None:
+    # Whoever changes a row's endpoint decides where its stored key goes: not staff.
+    provider = LLMProviderFactory.create(agency=agency, api_key=RAW_API_KEY)
+    staff = login(member(agency, Role.STAFF))
+
+    assert staff.get(change_url(provider)).status_code == 200  # they still see the row
+    form = provider_form(api_endpoint="https://attacker.example.com/v1")
+    assert staff.post(change_url(provider), form).status_code == 403
+    assert staff.post(admin_url(LLMProvider, "add"), provider_form()).status_code == 403
+
+    assert reload(provider).api_endpoint == ""
+    assert reload(provider).get_api_key() == RAW_API_KEY
