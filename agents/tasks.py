@@ -4,20 +4,35 @@ from __future__ import annotations
 
 import datetime
 import logging
+import uuid
+from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.models import Agent, Execution, ExecutionStatus, TriggerType
+from agents.models import (
+    Agent,
+    Execution,
+    ExecutionStatus,
+    SkipReason,
+    TriggerLog,
+    TriggerOutcome,
+    TriggerType,
+)
 from agents.runtime.loop import run_execution as run_loop
 from agents.services import event_dispatch, execution_create, execution_resume
-from core import tenancy
+from core import fastdb, tenancy
 from core.models import Event
 from core.tenancy import TenantTask
 
 logger = logging.getLogger(__name__)
+# Rows of each kind the reaper handles per tick; the rest wait for the next tick.
+REAPER_BATCH = 500
+# The unique index (migration agents 0011) that lets a cron tick start one run only.
+TICK_INDEX = "agents_triggerlog_schedule_tick_uniq"
 
 
 @shared_task(name="agents.run_execution", ignore_result=True)
@@ -35,26 +50,70 @@ def dispatch_event(event_id: str) -> int:
     return len(event_dispatch(event=event))
 
 
-@shared_task(name="agents.run_scheduled", base=TenantTask, ignore_result=True)
-def run_scheduled(agent_id: str) -> str | None:
-    """Celery beat's entry for an agent's cron schedule."""
+@shared_task(name="agents.run_scheduled", base=TenantTask, bind=True, ignore_result=True)
+def run_scheduled(self: Task[Any, Any], agent_id: str) -> str | None:
+    """Celery beat's entry for an agent's cron schedule: one run per tick.
+
+    Beat gives each tick's message its own task id, and a message delivered again (acks_late: the
+    worker died after the commit, before its ack) keeps it. The id goes into the trigger data as
+    ``tick_id``; a unique index on the trigger log admits one invoked trigger per agent and tick,
+    so a second delivery of the same tick starts nothing and logs a ``duplicate`` skip.
+    """
     agent = Agent.objects.filter(pk=agent_id).first()
     if agent is None:
         return None
-    execution = execution_create(
-        agent=agent,
-        trigger_type=TriggerType.SCHEDULE,
-        trigger_data={"schedule": agent.trigger_schedule},
-    )
+    tick_id = self.request.id  # None only when called directly, not through Celery
+    trigger_data: dict[str, Any] = {"schedule": agent.trigger_schedule}
+    if tick_id:
+        trigger_data["tick_id"] = tick_id
+    try:
+        # A savepoint: on a repeated tick its writes (and the run's enqueue) are undone.
+        with transaction.atomic():
+            execution = execution_create(
+                agent=agent, trigger_type=TriggerType.SCHEDULE, trigger_data=trigger_data
+            )
+    except IntegrityError as exc:
+        if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None) != TICK_INDEX:
+            raise
+        _log_repeated_tick(agent, trigger_data)
+        return None
     return str(execution.id) if execution else None
+
+
+def _log_repeated_tick(agent: Agent, trigger_data: dict[str, Any]) -> None:
+    # Written here rather than by a service in agents/services/executions.py (the writer of
+    # trigger logs) only because that module was being changed by someone else at the time.
+    tick_id = trigger_data["tick_id"]
+    first = (
+        TriggerLog.objects.filter(
+            agent=agent, outcome=TriggerOutcome.INVOKED, payload__contains={"tick_id": tick_id}
+        )
+        .values_list("execution_id", flat=True)
+        .first()
+    )
+    logger.warning("agent %s: cron tick %s delivered again, not run twice", agent.id, tick_id)
+    fastdb.insert(
+        TriggerLog(
+            agency_id=agent.agency_id,
+            agent=agent,
+            site_id=agent.site_id,
+            trigger_type=TriggerType.SCHEDULE,
+            event_type=TriggerType.SCHEDULE,
+            payload=trigger_data,
+            outcome=TriggerOutcome.SKIPPED,
+            skip_reason=SkipReason.DUPLICATE,
+            skip_detail=f"cron tick {tick_id} was delivered again; it started run {first}",
+        )
+    )
 
 
 @shared_task(name="agents.reap_expired_leases", ignore_result=True)
 def reap_expired_leases() -> int:
     """Beat: hand runs whose worker died (lease expired) to a new delivery, deliver again runs
-    whose delivery was lost (pending too long), and wake runs whose ``wait`` timer is due.
+    whose delivery was lost (pending too long), wake runs whose ``wait`` timer is due, and
+    dispatch again events whose dispatch was lost (unprocessed too long).
     Platform-wide, so it reads across agencies. Rows a worker has locked (it is claiming or
-    writing the run) are skipped: that run is alive."""
+    writing the run, dispatching the event) are skipped: that work is alive."""
     now = timezone.now()
     grace = datetime.timedelta(seconds=settings.AGENTDESK_REAPER_INTERVAL_SECONDS * 2)
     pending_since = now - datetime.timedelta(seconds=settings.AGENTDESK_PENDING_REDELIVER_SECONDS)
@@ -64,7 +123,7 @@ def reap_expired_leases() -> int:
             .filter(status=ExecutionStatus.RUNNING)
             .filter(Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
             .order_by()
-            .values_list("id", "agency_id")[:500]
+            .values_list("id", "agency_id")[:REAPER_BATCH]
         )
         # Released (owner "") and given a grace period, so that the next tick does not enqueue
         # the same run again before a worker has picked this delivery up.
@@ -81,14 +140,15 @@ def reap_expired_leases() -> int:
             Execution.objects.select_for_update(skip_locked=True)
             .filter(status=ExecutionStatus.PENDING, updated_at__lt=pending_since)
             .order_by("updated_at")
-            .values_list("id", "agency_id")[:500]
+            .values_list("id", "agency_id")[:REAPER_BATCH]
         )
         Execution.objects.filter(pk__in=[pk for pk, _ in lost]).update(updated_at=now)
         due = list(
             Execution.objects.filter(
                 status=ExecutionStatus.WAITING_INPUT, wait_until__lte=now
-            ).values_list("id", "agency_id")[:500]
+            ).values_list("id", "agency_id")[:REAPER_BATCH]
         )
+    undispatched = _events_to_dispatch_again(now)
     for execution_id, agency_id in stale:
         logger.warning("execution %s: lease expired, re-delivering", execution_id)
         run_execution.apply_async(args=[str(execution_id)], kwargs={"agency_id": str(agency_id)})
@@ -103,4 +163,30 @@ def reap_expired_leases() -> int:
                 observation=f"The wait is over (it was set until {execution.wait_until}).",
                 reason="wait timer due",
             )
-    return len(stale) + len(lost) + len(due)
+    for event_id, agency_id in undispatched:
+        logger.warning("event %s: still unprocessed, dispatching it again", event_id)
+        # By name, as the emit sends it: apply_async would check the arguments against the
+        # function, which takes its agency_id through TenantTask.
+        dispatch_event.app.send_task(
+            dispatch_event.name, args=[str(event_id)], kwargs={"agency_id": str(agency_id)}
+        )
+    return len(stale) + len(lost) + len(due) + len(undispatched)
+
+
+def _events_to_dispatch_again(now: datetime.datetime) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """Events with subscribers still unprocessed AGENTDESK_EVENT_REDISPATCH_SECONDS after they
+    were written (or last sent again), oldest first: their dispatch message was lost (the broker
+    refused the send after the commit, or the worker died inside the dispatch before its commit
+    and the message went with it). updated_at is set again, so a backlog gets one more message
+    per period, not one per tick. Dispatch takes the event's row lock and starts nothing for an
+    event already processed, so a message sent twice starts its agents once."""
+    since = now - datetime.timedelta(seconds=settings.AGENTDESK_EVENT_REDISPATCH_SECONDS)
+    with tenancy.platform_context():
+        events = list(
+            Event.objects.select_for_update(skip_locked=True)
+            .filter(processed_at__isnull=True, updated_at__lt=since)
+            .order_by("created_at")  # the partial index core_event_unprocessed_idx
+            .values_list("id", "agency_id")[:REAPER_BATCH]
+        )
+        Event.objects.filter(pk__in=[pk for pk, _ in events]).update(updated_at=now)
+    return events

@@ -1,14 +1,22 @@
 """The event bus: every platform event and every ``ai.*`` event is a row in the event log, and
-agents subscribed to its type are started once the row is committed."""
+agents subscribed to its type are started once the row is committed.
+
+An event with subscribers stays unprocessed (``processed_at`` unset) until ``agents.dispatch_event``
+has matched it against them. Its dispatch message is sent after the commit; if that message is
+lost (broker down at the send, worker lost before the dispatch committed) beat's reaper sends it
+again (``agents.tasks.reap_expired_leases``), so a failed send is logged, never raised.
+"""
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from core import fastdb
 from core.exceptions import ApplicationError
@@ -16,6 +24,7 @@ from core.models import EVENT_TYPE_REGEX, ActorType, Event
 
 DISPATCH_TASK = "agents.dispatch_event"
 _EVENT_TYPE = re.compile(EVENT_TYPE_REGEX)
+logger = logging.getLogger(__name__)
 
 
 def event_emit(
@@ -37,7 +46,8 @@ def event_emit(
 
     Runs in the caller's transaction and tenant (the agency must be the current tenant). With an
     ``idempotency_key`` already used by this agency, returns the existing event and dispatches
-    nothing again.
+    nothing again. ``dispatch=False`` records the event as processed: no agent is started for it,
+    now or by the reaper.
     """
     if not _EVENT_TYPE.match(event_type):
         raise ApplicationError(
@@ -63,10 +73,11 @@ def event_emit(
         actor_user_id=actor_user_id,
         actor_id=actor_id,
         idempotency_key=idempotency_key,
-        # Nobody listens (one indexed lookup, in this transaction): nothing to dispatch, the
-        # event is processed as written. An agent subscribing later is not started for events
-        # from before it subscribed.
-        processed_at=timezone.now() if dispatch and not subscribed else None,
+        # Nobody listens (one indexed lookup, in this transaction) or the caller wants no
+        # dispatch: the event is processed as written, and the reaper, which dispatches every
+        # event left unprocessed, leaves it alone. An agent subscribing later is not started for
+        # events from before it subscribed.
+        processed_at=None if subscribed else timezone.now(),
     )
     if not idempotency_key:
         fastdb.insert(event)  # nothing to race on: no savepoint, no ORM compilation
@@ -83,7 +94,10 @@ def event_emit(
                 raise
             return found
     if subscribed:
-        transaction.on_commit(lambda: _dispatch(event.id, agency_id))
+        # Robust: the event is committed by then, so an error sending its dispatch must not
+        # fail the caller (an API client would get a 500 for a recorded event); the reaper
+        # dispatches it.
+        transaction.on_commit(lambda: _dispatch(event.id, agency_id), robust=True)
     return event
 
 
@@ -102,4 +116,12 @@ def _has_subscribers(agency_id: uuid.UUID, event_type: str) -> bool:
 def _dispatch(event_id: uuid.UUID, agency_id: uuid.UUID) -> None:
     from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
 
-    app.send_task(DISPATCH_TASK, args=[str(event_id)], kwargs={"agency_id": str(agency_id)})
+    try:
+        app.send_task(DISPATCH_TASK, args=[str(event_id)], kwargs={"agency_id": str(agency_id)})
+    except OperationalError as exc:  # the broker is unreachable (Celery's wrapping of it)
+        logger.warning(
+            "event %s: its dispatch could not be sent (%s); beat's reaper sends it once it has "
+            "been unprocessed for AGENTDESK_EVENT_REDISPATCH_SECONDS",
+            event_id,
+            exc,
+        )

@@ -207,6 +207,10 @@ AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS
 # A run still pending this long lost its delivery (or waits in a long queue): the reaper sends it
 # again, once per period (a duplicate delivery finds it claimed and exits).
 AGENTDESK_PENDING_REDELIVER_SECONDS = env.int("AGENTDESK_PENDING_REDELIVER_SECONDS", default=120)
+# An event with subscribers still unprocessed this long lost its dispatch message (broker error at
+# the emit, worker lost before the dispatch committed): the reaper sends it again, once per period
+# (dispatch is idempotent: an event already processed starts nothing).
+AGENTDESK_EVENT_REDISPATCH_SECONDS = env.int("AGENTDESK_EVENT_REDISPATCH_SECONDS", default=120)
 AGENTDESK_LLM_TIMEOUT_SECONDS = env.float("AGENTDESK_LLM_TIMEOUT_SECONDS", default=60.0)
 # SDK clients (HTTP connection pools) per provider configuration and process; threads share them.
 AGENTDESK_LLM_CLIENTS = env.int("AGENTDESK_LLM_CLIENTS", default=8)
