@@ -35,6 +35,8 @@ def text(args: Mapping[str, Any], name: str, *, max_length: int, required: bool 
     if not isinstance(value, str):
         raise ToolError(INVALID, f"'{name}' must be a string.", field=name)
     value = value.strip()
+    if "\x00" in value:  # PostgreSQL text cannot hold NUL: the query would fail, not the call
+        raise ToolError(INVALID, f"'{name}' must not contain NUL characters.", field=name)
     if required and not value:
         raise ToolError(INVALID, f"'{name}' must not be empty.", field=name)
     if len(value) > max_length:
@@ -59,8 +61,27 @@ def parse_uuid(value: object, name: str) -> uuid.UUID:
         raise ToolError(INVALID, f"'{name}' must be a UUID, got {str(value)[:80]!r}.") from None
 
 
+# What a stored date-time may be (UTC, end exclusive). PostgreSQL keeps far wider ones, but
+# Python's datetime cannot read back past year 9999 (nor before year 1 once an offset applies), so
+# one such row makes every later read of its table fail; no real date of this platform's business
+# is outside these years.
+EARLIEST = datetime.datetime(1900, 1, 1, tzinfo=datetime.UTC)
+LATEST = datetime.datetime(2201, 1, 1, tzinfo=datetime.UTC)
+
+
 def parse_datetime(value: object, name: str, *, date_only_ok: bool = False) -> datetime.datetime:
     """An aware datetime from ISO 8601. A date alone means midnight UTC when ``date_only_ok``."""
+    return parse_moment(value, name, date_only_ok=date_only_ok)[0]
+
+
+def parse_moment(
+    value: object, name: str, *, date_only_ok: bool = False
+) -> tuple[datetime.datetime, bool]:
+    """(aware datetime, whether ``value`` was a date alone) from ISO 8601, within 1900-2200 UTC.
+
+    A date alone is midnight UTC, the start of that day; callers that mean the whole day (a
+    range's end, a filter's equality) use the flag to extend it.
+    """
     if not isinstance(value, str):
         raise ToolError(INVALID, f"'{name}' must be an ISO 8601 date-time string.", field=name)
     try:
@@ -72,15 +93,37 @@ def parse_datetime(value: object, name: str, *, date_only_ok: bool = False) -> d
             "(example: 2030-01-31T14:00:00+01:00).",
             field=name,
         ) from None
+    date_only = False
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        if date_only_ok and len(value.strip()) == 10:
-            return parsed.replace(tzinfo=datetime.UTC)
+        date_only = date_only_ok and _is_date(value.strip())
+        if not date_only:
+            raise ToolError(
+                INVALID,
+                f"'{name}' needs a timezone offset (e.g. 'Z' or '+02:00'): {value[:80]!r}.",
+                field=name,
+            )
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    try:
+        in_range = EARLIEST <= parsed.astimezone(datetime.UTC) < LATEST
+    except OverflowError:  # e.g. 9999-12-31T22:00-05:00 is in year 10000 in UTC
+        in_range = False
+    if not in_range:
         raise ToolError(
             INVALID,
-            f"'{name}' needs a timezone offset (e.g. 'Z' or '+02:00'): {value[:80]!r}.",
+            f"'{name}' must be between 1900-01-01T00:00:00Z and 2200-12-31T23:59:59Z "
+            f"(in UTC): {value[:80]!r}.",
             field=name,
         )
-    return parsed
+    return parsed, date_only
+
+
+def _is_date(value: str) -> bool:
+    """Whether ``value`` is a calendar date alone ("2030-01-31"), not a naive date-time."""
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def email_list(value: object, name: str, *, max_items: int, required: bool = True) -> list[str]:
@@ -112,6 +155,8 @@ def string_list(value: object, name: str, *, max_items: int, max_length: int) ->
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ToolError(INVALID, f"'{name}' must be a list of strings.", field=name)
     items = list(dict.fromkeys(item.strip() for item in value if item.strip()))
+    if any("\x00" in item for item in items):  # PostgreSQL text cannot hold NUL
+        raise ToolError(INVALID, f"'{name}' items must not contain NUL characters.", field=name)
     if len(items) > max_items:
         raise ToolError(INVALID, f"'{name}' has more than {max_items} items.", field=name)
     too_long = [item for item in items if len(item) > max_length]
@@ -125,7 +170,10 @@ def string_list(value: object, name: str, *, max_items: int, max_length: int) ->
 
 
 def member_user(ctx: ToolContext, ref: object, name: str) -> tuple[int, str]:
-    """(id, email) of the agency member that ``ref`` names by user id, e-mail or username."""
+    """(id, email) of the active agency member that ``ref`` names by user id, e-mail or username.
+
+    A deactivated user cannot log in to see a task or a notification, so they are not offered.
+    """
     if not isinstance(ref, str | int) or isinstance(ref, bool) or not str(ref).strip():
         raise ToolError(INVALID, f"'{name}' must name a user (id, e-mail or username).")
     key = str(ref).strip()
@@ -136,12 +184,14 @@ def member_user(ctx: ToolContext, ref: object, name: str) -> tuple[int, str]:
     else:
         match = Q(user__username=key)
     found = (
-        Membership.objects.filter(match, agency_id=ctx.agency_id)
+        Membership.objects.filter(match, agency_id=ctx.agency_id, user__is_active=True)
         .values_list("user_id", "user__email")
         .first()
     )
     if found is None:
-        raise ToolError("not_found", f"No member of this agency matches {name}={key[:100]!r}.")
+        raise ToolError(
+            "not_found", f"No active member of this agency matches {name}={key[:100]!r}."
+        )
     return found[0], found[1]
 
 
@@ -150,9 +200,25 @@ def bounded_int(args: Mapping[str, Any], name: str, *, default: int, high: int) 
     value = args.get(name, default)
     if value is None:
         value = default
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    number = whole_number(value)
+    if number is None or number < 1:
         raise ToolError(INVALID, f"'{name}' must be a positive integer.", field=name)
-    return min(value, high)
+    return min(number, high)
+
+
+def whole_number(value: object) -> int | None:
+    """``value`` as an int if it is a whole number, else None.
+
+    JSON Schema counts 5.0 as an integer (and models write it), so a whole float passes the
+    schema and must pass here too; 5.5, NaN, infinities and booleans are not whole numbers.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 def emit(

@@ -9,6 +9,7 @@ executor's transaction.
 from __future__ import annotations
 
 import datetime
+import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ ALL_OPERATORS = ("eq", "neq", "gt", "gte", "lt", "lte", "contains", "icontains",
 _LOOKUP = {"eq": "exact", "neq": "exact", "contains": "contains", "icontains": "icontains"}
 MAX_FILTERS = 20
 MAX_IN_VALUES = 100
+BIGINT = 2**63  # integer columns (user ids) are bigint: a larger operand cannot match anything
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class Field:
     kind: str
     choices: tuple[str, ...] = ()
     expression: Any = None  # a computed field (annotation) instead of a column
+    integer: bool = False  # a NUMBER stored as an integer: operands must be whole numbers
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ def _choice(choices: type[models.TextChoices]) -> Field:
     return Field(CHOICE, tuple(choices.values))
 
 
+USER_ID = Field(NUMBER, integer=True)
+
+
 _DURATION_MINUTES = Extract(
     models.F("end_at") - models.F("start_at"), "epoch", output_field=models.FloatField()
 ) / models.Value(60.0)
@@ -88,7 +94,7 @@ ENTITIES: dict[str, Entity] = {
             tags=Field(ARRAY),
             custom_fields=Field(JSON),
             site_id=Field(UUID),
-            owner_id=Field(NUMBER),
+            owner_id=USER_ID,
             agent_id=Field(UUID),
             last_contacted_at=Field(DATETIME),
         ),
@@ -100,7 +106,7 @@ ENTITIES: dict[str, Entity] = {
             contact_id=Field(UUID),
             kind=_choice(crm.NoteKind),
             content=Field(TEXT),
-            author_id=Field(NUMBER),
+            author_id=USER_ID,
             agent_id=Field(UUID),
         ),
         date_field="created_at",
@@ -113,7 +119,7 @@ ENTITIES: dict[str, Entity] = {
             due_at=Field(DATETIME),
             priority=_choice(crm.TaskPriority),
             status=_choice(crm.TaskStatus),
-            assignee_id=Field(NUMBER),
+            assignee_id=USER_ID,
             contact_id=Field(UUID),
             agent_id=Field(UUID),
             completed_at=Field(DATETIME),
@@ -130,7 +136,7 @@ ENTITIES: dict[str, Entity] = {
             end_at=Field(DATETIME),
             duration_minutes=Field(NUMBER, expression=_DURATION_MINUTES),
             attendees=Field(ARRAY),
-            organizer_id=Field(NUMBER),
+            organizer_id=USER_ID,
             contact_id=Field(UUID),
             status=_choice(crm.EventStatus),
             agent_id=Field(UUID),
@@ -212,21 +218,48 @@ def _scalar(spec: Field, name: str, op: str, value: Any) -> Any:
         checked = value if isinstance(value, list) else [value]
         if not checked or not all(isinstance(item, str) for item in checked):
             raise ToolError(INVALID, f"Filter {name}.contains needs a string or list of strings.")
+        _refuse_nul(name, op, *checked)
     elif spec.kind == UUID:
         checked = _args.parse_uuid(value, name)
     elif spec.kind == DATETIME:
         checked = _args.parse_datetime(value, name, date_only_ok=True)
     elif spec.kind == NUMBER:
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise ToolError(INVALID, f"Filter {name}.{op} needs a number.")
-        checked = value
+        checked = _number(spec, name, op, value)
     elif spec.kind == CHOICE:
         checked = _args.choice(value, name, list(spec.choices))
     elif not isinstance(value, str) or len(value) > 1000:
         raise ToolError(INVALID, f"Filter {name}.{op} needs a string (at most 1000 characters).")
     else:
+        _refuse_nul(name, op, value)
         checked = value
     return checked
+
+
+def _refuse_nul(name: str, op: str, *values: str) -> None:
+    if any("\x00" in value for value in values):  # PostgreSQL text cannot hold NUL
+        raise ToolError(INVALID, f"Filter {name}.{op} must not contain NUL characters.")
+
+
+def _number(spec: Field, name: str, op: str, value: Any) -> int | float:
+    """A whole number in the bigint range for integer fields, else a finite float.
+
+    Refused rather than passed on: 1.5 would be truncated to 1 for an integer column, and a
+    value no column type can hold (10**400, NaN, infinity) fails in the driver or the database.
+    """
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ToolError(INVALID, f"Filter {name}.{op} needs a number.")
+    if spec.integer:
+        whole = _args.whole_number(value)
+        if whole is None or not -BIGINT <= whole < BIGINT:
+            raise ToolError(INVALID, f"Filter {name}.{op} needs a whole number (a user id).")
+        return whole
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        number = math.inf
+    if not math.isfinite(number):
+        raise ToolError(INVALID, f"Filter {name}.{op} needs a finite number.")
+    return number
 
 
 def compile_filters(entity: Entity, filters: object) -> Q:
@@ -258,13 +291,43 @@ def compile_filters(entity: Entity, filters: object) -> Q:
                     f"Operator {str(op)[:30]!r} is not allowed on {name} ({spec.kind}); "
                     f"allowed: {allowed}. Operators overall: {', '.join(ALL_OPERATORS)}.",
                 )
+            if spec.kind == DATETIME and op != "isnull":
+                q &= _datetime_clause(name, op, operand)
+                continue
             lookup = {f"{name}__{_LOOKUP.get(op, op)}": _value(spec, name, op, operand)}
             q &= ~Q(**lookup) if op == "neq" else Q(**lookup)
     return q
 
 
+def _datetime_clause(name: str, op: str, operand: Any) -> Q:
+    """One comparison with a date-time field; a date alone names that whole day (UTC).
+
+    ``{"due_at": "2030-01-31"}`` means due that day, not at its midnight: eq/neq are the day's
+    range, lte runs to the day's end and gt starts after it (gte and lt start at its midnight
+    anyway). A date-time with a time compares as given.
+    """
+    moment, whole_day = _args.parse_moment(operand, name, date_only_ok=True)
+    if not whole_day or op in ("gte", "lt"):
+        clause = Q(**{f"{name}__{_LOOKUP.get(op, op)}": moment})
+        return ~clause if op == "neq" else clause
+    next_day = moment + datetime.timedelta(days=1)
+    day = Q(**{f"{name}__gte": moment, f"{name}__lt": next_day})
+    clauses = {
+        "eq": day,
+        "neq": ~day,
+        "lte": Q(**{f"{name}__lt": next_day}),
+        "gt": Q(**{f"{name}__gte": next_day}),
+    }
+    return clauses[op]
+
+
 def date_bounds(value: object) -> tuple[datetime.datetime | None, datetime.datetime | None, str]:
-    """``{"from": iso, "to": iso, "field": name}`` -> (from, to, field or "")."""
+    """``{"from": iso, "to": iso, "field": name}`` -> (from, to, field or "") as [from, to).
+
+    A date alone as ``to`` includes that day: "to": "2030-01-31" ends at 2030-02-01T00:00Z
+    (exclusive), as a person asking for January 1-31 means. A date alone as ``from`` starts at
+    its midnight UTC; a date-time with a time is used as given.
+    """
     if not isinstance(value, Mapping):
         raise ToolError(INVALID, '\'date_range\' must be an object like {"from": ..., "to": ...}.')
     unknown = set(value) - {"from", "to", "start", "end", "field"}
@@ -272,5 +335,9 @@ def date_bounds(value: object) -> tuple[datetime.datetime | None, datetime.datet
         raise ToolError(INVALID, f"'date_range' keys: from, to, field; not {sorted(unknown)}.")
     low, high = value.get("from", value.get("start")), value.get("to", value.get("end"))
     start = _args.parse_datetime(low, "date_range.from", date_only_ok=True) if low else None
-    end = _args.parse_datetime(high, "date_range.to", date_only_ok=True) if high else None
+    end = None
+    if high:
+        end, whole_day = _args.parse_moment(high, "date_range.to", date_only_ok=True)
+        if whole_day:
+            end += datetime.timedelta(days=1)
     return start, end, str(value.get("field") or "")

@@ -36,6 +36,9 @@ BODY_MAX_CHARS = 100_000
 MESSAGE_MAX_CHARS = 2_000
 NOTIFICATION_LEVELS = ("info", "success", "warning", "error")
 _MSGID_LOCAL = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,200}$")  # RFC 5322 dot-atom text
+# Control characters a Subject header cannot carry (tab folds harmlessly). CR/LF would inject
+# headers: Django's mail API refuses them, but only at delivery, after the model was told "queued".
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def message_id_for(idempotency_key: str) -> str:
@@ -57,9 +60,22 @@ def message_id_for(idempotency_key: str) -> str:
 def _message(args: dict[str, Any]) -> dict[str, Any]:
     return {
         "to": _args.email_list(args.get("to"), "to", max_items=MAX_RECIPIENTS),
-        "subject": _args.text(args, "subject", max_length=500, required=True),
+        "subject": _subject(args),
         "body": _args.text(args, "body", max_length=BODY_MAX_CHARS, required=True),
     }
+
+
+def _subject(args: dict[str, Any]) -> str:
+    subject = _args.text(args, "subject", max_length=500, required=True)
+    control = _HEADER_CONTROL.search(subject)
+    if control is not None:
+        raise ToolError(
+            _args.INVALID,
+            "'subject' must be one line without control characters (line breaks included); "
+            f"found {control.group()!r} at position {control.start()}.",
+            field="subject",
+        )
+    return subject
 
 
 def _contact_id(ctx: ToolContext, recipients: list[str]) -> uuid.UUID | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Lower
 
 from crm.models import Contact, ContactSource, ContactStatus, Note, NoteKind, Task, TaskPriority
 from tools.builtin import _args
@@ -22,6 +23,7 @@ UPDATABLE = (
     *("tags", "custom_fields"),
 )
 CREATE_TEXT_FIELDS = ("first_name", "last_name", "company", "phone")
+EMAIL_CONSTRAINT = "crm_contact_unique_email"
 
 
 def _max_length(field: str) -> int:
@@ -77,7 +79,18 @@ def _email(args: dict[str, Any], name: str = "email") -> str:
 
 
 def _duplicate(ctx: ToolContext, email: str, *, exclude: Any = None) -> Contact | None:
-    queryset = Contact.objects.filter(agency_id=ctx.agency_id, email__iexact=email)
+    """The agency's contact whose e-mail the unique constraint counts as ``email``.
+
+    Compared as the constraint compares, ``lower(email) = lower(%s)`` in SQL: ``iexact`` uses
+    ``upper()``, which differs for some characters (the Kelvin sign lower-cases to "k" but
+    upper-cases to itself), so it could miss a row the insert then collides with. The
+    ``email <> ''`` term lets PostgreSQL use the constraint's partial index.
+    """
+    queryset = (
+        Contact.objects.alias(email_lower=Lower("email"))
+        .filter(agency_id=ctx.agency_id, email_lower=Lower(Value(email)))
+        .exclude(email="")
+    )
     if exclude is not None:
         queryset = queryset.exclude(id=exclude)
     return queryset.first()
@@ -89,6 +102,12 @@ def _duplicate_error(existing: Contact) -> ToolError:
         f"A contact with the e-mail {existing.email} already exists (id {existing.id}).",
         existing_id=str(existing.id),
     )
+
+
+def _is_email_conflict(exc: IntegrityError) -> bool:
+    """Whether ``exc`` is the one-contact-per-e-mail constraint (not another integrity error)."""
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == EMAIL_CONSTRAINT
 
 
 def _emit(ctx: ToolContext, event_type: str, entity: str, entity_id: Any, **payload: Any) -> None:
@@ -165,10 +184,12 @@ def crm_create_contact(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
                 agent_id=ctx.agent_id,
                 **values,
             )
-    except IntegrityError:
-        existing = _duplicate(ctx, email)
-        if existing is None:
+    except IntegrityError as exc:
+        if not _is_email_conflict(exc):
             raise
+        existing = _duplicate(ctx, email)
+        if existing is None:  # the colliding row went again since: still this e-mail's conflict
+            raise ToolError("duplicate", f"A contact with the e-mail {email} exists.") from None
         raise _duplicate_error(existing) from None
     _emit(ctx, "crm.contact.created", "contact", contact.id, contact_id=str(contact.id))
     return {"contact": _compact(contact), "created": True}
@@ -224,7 +245,9 @@ def crm_update_contact(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
         try:
             with transaction.atomic():
                 contact.save(update_fields=[*changed, "updated_at"])
-        except IntegrityError:  # another writer took the e-mail since the check
+        except IntegrityError as exc:  # another writer took the e-mail since the check
+            if not _is_email_conflict(exc):
+                raise
             raise ToolError(
                 "duplicate", f"A contact with the e-mail {contact.email} exists."
             ) from None

@@ -33,8 +33,8 @@ _NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 
 @handler("wait")
 def wait(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    seconds = args.get("seconds")
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 1:
+    seconds = _args.whole_number(args.get("seconds"))  # 5.0 is the schema's integer 5
+    if seconds is None or seconds < 1:
         raise ToolError(INVALID, "'seconds' must be a positive integer.")
     if seconds > MAX_WAIT.total_seconds():
         raise ToolError(INVALID, f"An execution can wait at most {int(MAX_WAIT.total_seconds())}s.")

@@ -275,3 +275,41 @@ def test_availability_cut_at_the_scan_cap_reports_no_free_time_past_the_cut(
     assert _hours(result["free"]) == [(8, 9), (10, 12)]
     assert datetime.datetime.fromisoformat(result["complete_until"]) == at(12)
     assert "complete_until" in result["note"]
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [
+        # Year 10000 in UTC: PostgreSQL stores it, Python cannot read it back.
+        ("9999-12-31T20:00:00-05:00", "9999-12-31T22:00:00-05:00"),
+        # Before year 1 in UTC.
+        ("0001-01-01T00:00:00+05:00", "0001-01-01T01:00:00+05:00"),
+        ("1899-12-31T23:00:00Z", "1900-01-01T00:30:00Z"),
+        ("2200-12-31T23:30:00Z", "2201-01-01T00:30:00Z"),
+        ("1900-01-01T00:30:00+01:00", "1900-01-01T02:00:00+01:00"),  # 1899 in UTC
+    ],
+)
+def test_create_event_refuses_dates_outside_1900_to_2200_utc_and_stores_nothing(
+    ctx: ToolContext, start: str, end: str
+) -> None:
+    error = call_error(
+        ctx, "calendar_create_event", {"title": "Far", "start_time": start, "end_time": end}
+    )
+
+    assert error.code == "invalid_argument"
+    assert "1900-01-01T00:00:00Z and 2200-12-31T23:59:59Z" in error.message
+    with tenancy.agency_context(ctx.agency_id):
+        assert not CalendarEvent.objects.exists()
+    # The table stays readable: availability still answers.
+    assert _check(ctx, 9, 10)["is_free"] is True
+
+
+def test_create_event_accepts_the_edges_of_the_allowed_years(ctx: ToolContext) -> None:
+    for start, end in [
+        ("1900-01-01T00:00:00Z", "1900-01-01T01:00:00Z"),
+        ("2200-12-31T22:00:00Z", "2200-12-31T23:59:59Z"),
+    ]:
+        call(ctx, "calendar_create_event", {"title": "Edge", "start_time": start, "end_time": end})
+
+    with tenancy.agency_context(ctx.agency_id):
+        assert CalendarEvent.objects.count() == 2

@@ -280,3 +280,36 @@ def test_the_sweeper_task_uses_the_configured_delay(
     settings.AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS = 10
     assert deliver_stranded_emails_task() == 1
     assert len(mailoutbox) == 1
+
+
+@pytest.mark.parametrize("tool", ["email_send", "email_draft"])
+@pytest.mark.parametrize("subject", ["Hi\r\nBcc: x@example.com", "Hi\nthere", "Hi\x00", "Bell\x07"])
+def test_email_tools_refuse_control_characters_in_the_subject_and_store_nothing(
+    ctx: ToolContext, mailoutbox: list[mail.EmailMessage], tool: str, subject: str
+) -> None:
+    error = call_error(ctx, tool, {**EMAIL, "subject": subject})
+
+    assert error.code == "invalid_argument"
+    assert "'subject'" in error.message
+    with tenancy.agency_context(ctx.agency_id):
+        assert not EmailMessage.objects.exists()
+    assert mailoutbox == []
+
+
+def test_email_send_accepts_a_tab_in_the_subject(
+    ctx: ToolContext, mailoutbox: list[mail.EmailMessage]
+) -> None:
+    result = _send(ctx, {**EMAIL, "subject": "Quote\tQ1"})
+    _run(result.after_commit)
+
+    assert _row(ctx, result.output["email_id"]).status == EmailStatus.SENT
+    assert len(mailoutbox) == 1
+
+
+def test_notify_user_refuses_a_deactivated_member(ctx: ToolContext, execution: Execution) -> None:
+    member = MembershipFactory.create(agency=execution.agency, user__is_active=False)
+
+    error = call_error(ctx, "notify_user", {"message": "hi", "user_id": member.user.username})
+
+    assert error.code == "not_found"
+    assert "No active member" in error.message

@@ -241,3 +241,92 @@ def test_task_create_refuses_a_user_of_another_agency(ctx: ToolContext) -> None:
     error = call_error(ctx, "task_create", {"title": "x", "assigned_to": str(outsider.user_id)})
 
     assert error.code == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("due_date", "validate"),
+    [
+        ("9999-12-31T22:00:00-05:00", True),  # year 10000 in UTC
+        ("0001-01-01T00:00:00+05:00", True),  # before year 1 in UTC
+        ("1899-12-31", False),  # a date alone is checked too (the schema wants a date-time)
+        ("2201-01-01", False),
+    ],
+)
+def test_task_create_refuses_a_due_date_outside_1900_to_2200(
+    ctx: ToolContext, due_date: str, validate: bool
+) -> None:
+    error = call_error(
+        ctx, "task_create", {"title": "Someday", "due_date": due_date}, validate=validate
+    )
+
+    assert error.code == "invalid_argument"
+    assert "between 1900-01-01T00:00:00Z and 2200-12-31T23:59:59Z" in error.message
+    with tenancy.agency_context(ctx.agency_id):
+        assert not Task.objects.exists()
+
+
+def test_task_create_refuses_a_deactivated_member(ctx: ToolContext, execution: Execution) -> None:
+    member = MembershipFactory.create(agency=execution.agency, user__is_active=False)
+
+    by_email = call_error(ctx, "task_create", {"title": "x", "assigned_to": member.user.email})
+    by_id = call_error(ctx, "task_create", {"title": "x", "assigned_to": str(member.user_id)})
+
+    assert by_email.code == by_id.code == "not_found"
+    assert "No active member" in by_email.message
+    with tenancy.agency_context(ctx.agency_id):
+        assert not Task.objects.exists()
+
+
+KELVIN = "\u212aelvin@example.com"  # KELVIN SIGN: lower() is "k", upper() is itself
+
+
+def test_create_contact_duplicate_check_compares_as_the_unique_constraint_does(
+    ctx: ToolContext, execution: Execution
+) -> None:
+    existing = ContactFactory.create(agency=execution.agency, email="kelvin@example.com")
+
+    error = call_error(ctx, "crm_create_contact", {"email": KELVIN})
+
+    assert error.code == "duplicate"
+    assert error.details == {"existing_id": str(existing.id)}
+    assert _events(ctx, "crm.contact.created") == []
+
+
+def test_update_contact_to_an_email_taken_under_the_constraint_is_a_duplicate(
+    ctx: ToolContext, execution: Execution
+) -> None:
+    existing = ContactFactory.create(agency=execution.agency, email="kelvin@example.com")
+    contact = ContactFactory.create(agency=execution.agency, email="other@example.com")
+
+    error = call_error(
+        ctx,
+        "crm_update_contact",
+        {"contact_id": str(contact.id), "updates": {"email": KELVIN}},
+    )
+
+    assert error.code == "duplicate"
+    assert error.details == {"existing_id": str(existing.id)}
+
+
+def test_contact_tools_refuse_nul_characters_in_text(ctx: ToolContext) -> None:
+    create = call_error(
+        ctx, "crm_create_contact", {"email": "a@example.com", "first_name": "A\x00B"}
+    )
+    search = call_error(ctx, "crm_search_contacts", {"query": "A\x00B"})
+    tags = call_error(ctx, "crm_search_contacts", {"query": "a", "tags": ["v\x00ip"]})
+
+    assert create.code == search.code == tags.code == "invalid_argument"
+    assert "NUL" in create.message
+    assert "NUL" in search.message
+    assert "NUL" in tags.message
+
+
+def test_search_accepts_a_whole_number_float_limit(ctx: ToolContext, execution: Execution) -> None:
+    for _ in range(3):
+        ContactFactory.create(agency=execution.agency, company="Float Co")
+
+    result = call(ctx, "crm_search_contacts", {"query": "float", "limit": 2.0})
+    error = call_error(ctx, "crm_search_contacts", {"query": "float", "limit": 2.5}, validate=False)
+
+    assert (result["count"], result["has_more"]) == (2, True)
+    assert error.code == "invalid_argument"

@@ -209,3 +209,114 @@ def test_aggregate_refuses_unknown_metrics_fields_and_groupings(
 
     assert error.code == "invalid_argument"
     assert message_part in error.message
+
+
+def test_aggregate_date_range_to_a_date_alone_includes_that_whole_day(
+    ctx: ToolContext, execution: Execution
+) -> None:
+    # Jan 1 09:00, Jan 31 09:00 and Feb 1 09:00 (START is 2030-01-01T09:00Z).
+    _events(execution, (0, 30, "confirmed"), (30, 30, "confirmed"), (31, 30, "confirmed"))
+
+    def count(date_range: dict[str, str]) -> Any:
+        args = {"entity_type": "calendar_events", "metric": "count", "date_range": date_range}
+        return call(ctx, "data_aggregate", args)["value"]
+
+    assert count({"from": "2030-01-01", "to": "2030-01-31"}) == 2
+    assert count({"from": "2030-01-31", "to": "2030-01-31"}) == 1
+    # A date-time with a time is an exclusive end, as given.
+    assert count({"from": "2030-01-01", "to": "2030-01-31T09:00:00Z"}) == 1
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        ("2030-01-31", ["Jan 31"]),  # eq: the whole day, not its midnight
+        ({"eq": "2030-01-31"}, ["Jan 31"]),
+        ({"neq": "2030-01-31"}, ["Feb 1", "Jan 1", "None"]),  # as neq on a date-time: nulls too
+        ({"lte": "2030-01-31"}, ["Jan 1", "Jan 31"]),
+        ({"gt": "2030-01-31"}, ["Feb 1"]),
+        ({"gte": "2030-01-31"}, ["Feb 1", "Jan 31"]),
+        ({"lt": "2030-01-31"}, ["Jan 1"]),
+        ({"eq": "2030-01-31T09:00:00Z"}, ["Jan 31"]),
+        ({"eq": "2030-01-31T09:00:01Z"}, []),
+        ({"neq": "2030-01-31T09:00:00Z"}, ["Feb 1", "Jan 1", "None"]),
+    ],
+)
+def test_query_a_date_alone_on_a_date_time_field_means_the_whole_day(
+    ctx: ToolContext, execution: Execution, condition: Any, expected: list[str]
+) -> None:
+    contact = ContactFactory.create(agency=execution.agency)
+    for days, title in [(0, "Jan 1"), (30, "Jan 31"), (31, "Feb 1")]:
+        TaskFactory.create(
+            contact=contact, title=title, due_at=START + datetime.timedelta(days=days)
+        )
+    TaskFactory.create(contact=contact, title="None", due_at=None)
+
+    result = call(
+        ctx,
+        "data_query",
+        {"entity_type": "tasks", "filters": {"due_at": condition}, "order_by": "title"},
+    )
+
+    assert [row["title"] for row in result["rows"]] == expected
+
+
+@pytest.mark.parametrize(
+    ("filters", "message_part"),
+    [
+        ({"first_name": "A\x00B"}, "NUL"),
+        ({"first_name": {"icontains": "A\x00"}}, "NUL"),
+        ({"first_name": {"in": ["Ada", "A\x00B"]}}, "NUL"),
+        ({"tags": {"contains": ["v\x00ip"]}}, "NUL"),
+        ({"owner_id": 10**400}, "whole number"),
+        ({"owner_id": 2**63}, "whole number"),
+        ({"owner_id": {"gt": 1.5}}, "whole number"),
+        ({"owner_id": {"in": [1, 2.5]}}, "whole number"),
+        ({"created_at": {"gte": "9999-12-31T22:00:00-05:00"}}, "between 1900"),
+        ({"created_at": "0001-01-01"}, "between 1900"),
+    ],
+)
+def test_query_refuses_values_postgresql_cannot_take(
+    ctx: ToolContext, filters: dict[str, Any], message_part: str
+) -> None:
+    error = call_error(ctx, "data_query", {"entity_type": "contacts", "filters": filters})
+
+    assert error.code == "invalid_argument"
+    assert message_part in error.message
+
+
+@pytest.mark.parametrize("value", [pytest.param(10**400, id="10**400"), float("inf"), float("nan")])
+def test_query_refuses_a_non_finite_number_for_a_numeric_field(
+    ctx: ToolContext, value: Any
+) -> None:
+    args = {"entity_type": "calendar_events", "filters": {"duration_minutes": {"gt": value}}}
+
+    error = call_error(ctx, "data_query", args, validate=False)
+
+    assert error.code == "invalid_argument"
+    assert "finite number" in error.message
+
+
+def test_query_takes_whole_number_floats_for_integer_fields_and_limit(
+    ctx: ToolContext, execution: Execution
+) -> None:
+    contact = ContactFactory.create(agency=execution.agency)
+    for n in range(3):
+        TaskFactory.create(contact=contact, title=f"t{n}")
+    _events(execution, (0, 30, "confirmed"), (1, 90, "confirmed"))
+
+    limited = call(ctx, "data_query", {"entity_type": "tasks", "limit": 2.0})
+    unassigned = call(
+        ctx, "data_query", {"entity_type": "tasks", "filters": {"assignee_id": {"neq": 1.0}}}
+    )
+    long_events = call(
+        ctx,
+        "data_query",
+        {"entity_type": "calendar_events", "filters": {"duration_minutes": {"gt": 45.5}}},
+    )
+    half = call_error(ctx, "data_query", {"entity_type": "tasks", "limit": 2.5}, validate=False)
+
+    assert (limited["count"], limited["has_more"]) == (2, True)
+    assert unassigned["count"] == 3
+    assert [row["duration_minutes"] for row in long_events["rows"]] == [90.0]
+    assert half.code == "invalid_argument"

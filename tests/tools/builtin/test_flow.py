@@ -131,3 +131,13 @@ def test_the_model_is_told_which_events_trigger_workflow_emits() -> None:
         tool = Tool.objects.get(name="trigger_workflow", agency__isnull=True)
     assert "ai.workflow.<workflow_id>" in tool.description
     assert "lead_followup" in tool.parameters_schema["properties"]["workflow_id"]["description"]
+
+
+def test_wait_accepts_a_whole_number_float_as_the_schema_does(ctx: ToolContext) -> None:
+    result = call_raw(ctx, "wait", {"seconds": 5.0})
+    error = call_error(ctx, "wait", {"seconds": 5.5}, validate=False)
+
+    assert isinstance(result, ToolResult)
+    assert result.output["seconds"] == 5
+    assert isinstance(result.output["seconds"], int)
+    assert error.code == "invalid_argument"
