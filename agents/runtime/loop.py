@@ -75,7 +75,19 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
         if claim is None:
             return "not_claimed"
         execution = claim.execution
-        agent = Agent.objects.get(pk=execution.agent_id)
+        # With its agency and site (one query): switched off after the trigger, the run ends
+        # here, before any model call, in the claim's own commit.
+        agent = Agent.objects.select_related("agency", "site").get(pk=execution.agent_id)
+        switched_off = _switched_off(agent)
+        if switched_off:
+            when = "started" if claim.first_claim else "resumed"
+            claim.tx.finish(
+                ExecutionStatus.CANCELLED,
+                stop_reason=StopReason.CANCELLED,
+                error=f"The {switched_off} before this run {when}.",
+            )
+            claim.tx.save()
+            return ExecutionStatus.CANCELLED
         if claim.first_claim:
             _start(execution, agent, claim.tx)
         claim.tx.save()  # one statement, committed with this block
@@ -96,6 +108,17 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
         # expires and the reaper retries the run later.
         logger.exception("execution %s failed unexpectedly", execution.id)
         return run.end_with_error(f"Internal error: {type(exc).__name__}: {exc}")
+
+
+def _switched_off(agent: Agent) -> str | None:
+    """What was deactivated, for a run that must not go on (agency and site loaded)."""
+    if not agent.is_active:
+        return "agent was deactivated"
+    if not agent.agency.is_active:
+        return "agency was suspended"
+    if not agent.site.is_active:
+        return "agent's site was deactivated"
+    return None
 
 
 def _start(execution: Execution, agent: Agent, tx: store.StepTransaction) -> None:
