@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from celery.schedules import crontab
+from celery.schedules import ParseException, crontab
 from django.conf import settings
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
@@ -29,7 +29,8 @@ def parse_cron(expression: str) -> dict[str, str]:
     fields = dict(zip(FIELDS, parts, strict=True))
     try:
         crontab(**fields)  # Celery's own parser: what beat will run is what we accept
-    except (ValueError, KeyError, IndexError) as exc:
+    # ParseException ("1,,2": "empty part") is not a ValueError.
+    except (ValueError, KeyError, IndexError, ParseException) as exc:
         raise InvalidCron(f"Invalid cron expression {expression!r}: {exc}") from exc
     return fields
 

@@ -24,14 +24,19 @@ HELP_TEXTS = {
     "denied_tools": PATTERN_HELP.format(extra="Denied patterns win over allowed ones."),
     "trigger_events": (
         "Comma-separated event types that start this agent, e.g. 'crm.contact.created, "
-        "form.submitted'."
+        "form.submitted'. Exact types: lower-case names joined by dots, no wildcards."
     ),
     "trigger_schedule": (
         "A standard 5-field cron expression (minute hour day-of-month month day-of-week) in "
         f"{settings.TIME_ZONE}, e.g. '0 9 * * 1-5' for weekdays at 09:00. It runs only while "
         "the agent is active."
     ),
-    "trigger_conditions": "JSON conditions on the trigger payload; {} starts on every trigger.",
+    "trigger_conditions": (
+        "JSON conditions on the event's payload; {} starts on every event. Each key names a "
+        "payload value (dots for nested ones) that must equal the given value, or one of a "
+        'list of values; all must hold. E.g. {"source": "web", "contact.country": ["DE", '
+        '"AT"]}. A missing key does not match. Manual and scheduled runs ignore them.'
+    ),
     "constraints": 'JSON list of things the agent must NOT do, e.g. ["Never promise discounts"].',
     "examples": "JSON list of few-shot examples.",
     "capabilities": "Comma-separated capability names.",
@@ -39,7 +44,9 @@ HELP_TEXTS = {
 LABELS = {"llm_provider": "LLM provider", "llm_model": "LLM model", "avatar_url": "Avatar URL"}
 
 
-CHECKED_FIELDS = ("allowed_tools", "denied_tools", "trigger_schedule")
+CHECKED_FIELDS = (
+    "allowed_tools", "denied_tools", "trigger_schedule", "trigger_events", "trigger_conditions",
+)  # fmt: skip
 
 
 def add_application_error(form: forms.BaseForm, exc: ApplicationError) -> None:
@@ -52,8 +59,8 @@ def add_application_error(form: forms.BaseForm, exc: ApplicationError) -> None:
 
 
 class AgentConfigForm(forms.ModelForm[Any]):
-    """Patterns and cron are checked by the same function the services use, so that the admin
-    refuses exactly what the API refuses, on the field."""
+    """Patterns, cron, event types and trigger conditions are checked by the same function the
+    services use, so that the admin refuses exactly what the API refuses, on the field."""
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}

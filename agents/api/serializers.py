@@ -17,6 +17,7 @@ from agents.models import (
     StopReason,
 )
 from agents.schedules import InvalidCron, parse_cron
+from agents.triggers import InvalidConditions, event_type_error, validate_conditions
 from core.api.fields import (
     AgencyRelatedField,
     JSONListField,
@@ -144,7 +145,12 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     denied_tools = _names(100)
     constraints = JSONListField(required=False)
     examples = JSONListField(required=False)
-    trigger_conditions = JSONObjectField(required=False)
+    trigger_conditions = JSONObjectField(
+        required=False,
+        help_text='Conditions on the event payload, all of which must hold: {"key": value} '
+        'or {"key": [one, of]}, dotted keys for nested values (e.g. {"source": "web"}). {} '
+        "starts on every event; manual and scheduled runs ignore them.",
+    )
     temperature = serializers.DecimalField(
         max_digits=3,
         decimal_places=2,
@@ -186,6 +192,19 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
                 parse_cron(value)
             except InvalidCron as exc:
                 raise serializers.ValidationError(str(exc)) from None
+        return value
+
+    def validate_trigger_events(self, value: list[str]) -> list[str]:
+        errors = [message for name in value if (message := event_type_error(name))]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate_trigger_conditions(self, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            validate_conditions(value)
+        except InvalidConditions as exc:
+            raise serializers.ValidationError(exc.messages) from None
         return value
 
 

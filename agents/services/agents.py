@@ -13,6 +13,7 @@ from django.utils.text import slugify
 
 from agents.models import Agent, AgentConfig, AgentGoal, AgentTemplate
 from agents.schedules import InvalidCron, agent_schedule_remove, agent_schedule_sync, parse_cron
+from agents.triggers import InvalidConditions, event_type_error, validate_conditions
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType, Site
@@ -26,7 +27,8 @@ EDITABLE_FIELDS = frozenset(
 
 
 def validate_agent_fields(fields: dict[str, Any]) -> None:
-    """Checks a database constraint cannot express well: wildcard patterns and cron syntax."""
+    """Checks a database constraint cannot express well: wildcard patterns, cron syntax, event
+    types and the shape of trigger conditions (agents.triggers)."""
     errors: dict[str, list[str]] = {}
     for name in ("allowed_tools", "denied_tools"):
         for pattern in fields.get(name) or []:
@@ -40,6 +42,14 @@ def validate_agent_fields(fields: dict[str, Any]) -> None:
             parse_cron(schedule)
         except InvalidCron as exc:
             errors.setdefault("trigger_schedule", []).append(str(exc))
+    for event_type in fields.get("trigger_events") or []:
+        if message := event_type_error(event_type):
+            errors.setdefault("trigger_events", []).append(message)
+    if "trigger_conditions" in fields:
+        try:
+            validate_conditions(fields["trigger_conditions"])
+        except InvalidConditions as exc:
+            errors["trigger_conditions"] = exc.messages
     if errors:
         raise ApplicationError("invalid", "The agent configuration is invalid.", fields=errors)
 
@@ -75,15 +85,29 @@ def _save(agent: Agent) -> None:
         raise
 
 
+def _check_known(fields: dict[str, Any]) -> None:
+    unknown = set(fields) - EDITABLE_FIELDS
+    if unknown:
+        raise ApplicationError("invalid", f"Unknown agent fields: {sorted(unknown)}.")
+
+
 @transaction.atomic
 def agent_create(
     *, agency_id: uuid.UUID, site: Site, user_id: int | None = None, **fields: Any
 ) -> Agent:
     """Precondition: in the agency's context; ``site`` belongs to it."""
-    unknown = set(fields) - EDITABLE_FIELDS
-    if unknown:
-        raise ApplicationError("invalid", f"Unknown agent fields: {sorted(unknown)}.")
+    _check_known(fields)
     validate_agent_fields(fields)
+    return _create(agency_id=agency_id, site=site, user_id=user_id, fields=fields)
+
+
+def _create(
+    *, agency_id: uuid.UUID, site: Site, user_id: int | None, fields: dict[str, Any]
+) -> Agent:
+    """agent_create after validation. A duplicate or a template's copy validates only what the
+    caller changes: the rest was checked when it was stored, or is the platform's own template
+    data (the guardian template's 'auth.login.*' subscriptions, say, which the event type check
+    refuses as input, would otherwise make that template unusable)."""
     if site.agency_id != agency_id:
         raise ApplicationError("invalid", "No such site.", fields={"site": ["No such site."]})
     fields.setdefault(
@@ -108,9 +132,7 @@ def agent_create(
 @transaction.atomic
 def agent_update(*, agent: Agent, user_id: int | None = None, **fields: Any) -> Agent:
     """Change fields; ``ai.agent.updated`` carries what changed, activation its own event."""
-    unknown = set(fields) - EDITABLE_FIELDS
-    if unknown:
-        raise ApplicationError("invalid", f"Unknown agent fields: {sorted(unknown)}.")
+    _check_known(fields)
     validate_agent_fields(fields)
     before = model_to_dict(agent, fields=list(fields))
     was_active = agent.is_active
@@ -169,9 +191,8 @@ def agent_duplicate(*, agent: Agent, user_id: int | None = None) -> Agent:
     fields = {name: getattr(agent, name) for name in CONFIG_FIELDS if name != "id"}
     fields["name"] = f"{agent.name} (copy)"
     fields["slug"] = _unique_slug(agent.site, f"{agent.slug}-copy")
-    copy = agent_create(
-        agency_id=agent.agency_id, site=agent.site, user_id=user_id, is_active=False, **fields
-    )
+    fields["is_active"] = False
+    copy = _create(agency_id=agent.agency_id, site=agent.site, user_id=user_id, fields=fields)
     for goal in agent.goals.all():
         goal.pk = None
         goal.id = uuid.uuid4()
@@ -191,13 +212,14 @@ def agent_create_from_template(
     **overrides: Any,
 ) -> Agent:
     """An inactive agent configured like ``template`` (its goals become goal rows)."""
+    _check_known(overrides)
+    validate_agent_fields(overrides)
     fields = {name: getattr(template, name) for name in CONFIG_FIELDS if name != "id"}
     fields.update(overrides)
     fields.setdefault("slug", _unique_slug(site, slugify(fields["name"]) or template.slug))
     fields.setdefault("is_active", False)
-    agent = agent_create(
-        agency_id=agency_id, site=site, user_id=user_id, template=template, **fields
-    )
+    fields["template"] = template
+    agent = _create(agency_id=agency_id, site=site, user_id=user_id, fields=fields)
     goal_fields = {f.name for f in AgentGoal._meta.get_fields() if f.concrete} - {
         "id", "agency", "agent", "created_at", "updated_at",
     }  # fmt: skip

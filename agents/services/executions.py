@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -22,38 +23,105 @@ from agents.models import (
     TriggerType,
 )
 from agents.runtime import store
+from agents.triggers import InvalidConditions, unmet_condition, validate_conditions
 from core import fastdb
 from core.models import Event
+
+logger = logging.getLogger(__name__)
 
 
 def enqueue_execution(execution: Execution, *, queue: str | None = None) -> None:
     """Deliver the run to a worker (of ``queue``, default: the default queue) once the current
-    transaction commits."""
+    transaction commits.
+
+    A failed send (broker down) is logged, not raised: the run is committed and stays pending,
+    and beat's reaper delivers it after AGENTDESK_PENDING_REDELIVER_SECONDS. Raised, it would
+    turn a started run into an error for the caller, whose retry would start it a second time.
+    """
     from agents.tasks import run_execution  # noqa: PLC0415 - tasks import this module
 
     execution_id, agency_id = str(execution.id), str(execution.agency_id)
     options = {"queue": queue} if queue else {}
-    transaction.on_commit(
-        lambda: run_execution.apply_async(
-            args=[execution_id], kwargs={"agency_id": agency_id}, **options
-        )
+
+    def deliver() -> None:
+        try:
+            run_execution.apply_async(
+                args=[execution_id], kwargs={"agency_id": agency_id}, **options
+            )
+        except Exception:
+            logger.exception(
+                "execution %s: could not be sent to a worker; it stays pending and the reaper "
+                "delivers it later",
+                execution_id,
+            )
+
+    transaction.on_commit(deliver)
+
+
+# The run limits' count and the insert that follows are one critical section per agent: without
+# it two triggers at once both count N-1 runs and both start one. A transaction-scoped advisory
+# lock (released at commit) rather than the agent row's lock, which the runtime's stats UPDATE
+# at the end of every run would wait for.
+_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+# The agency and site switches and the agent's runs of the last day (both windows) in one query.
+# Run after the lock: under READ COMMITTED each statement sees what committed before it began.
+_STATE_SQL = (
+    "SELECT (SELECT is_active FROM core_agency WHERE id = %s),"
+    " (SELECT is_active FROM core_site WHERE id = %s),"
+    " count(*) FILTER (WHERE created_at >= now() - interval '1 hour'), count(*)"
+    " FROM agents_execution WHERE agent_id = %s AND created_at >= now() - interval '1 day'"
+)
+
+
+def _why_not_start(  # noqa: PLR0911 - one return per reason
+    agent: Agent, *, enforce_limits: bool
+) -> tuple[str, str] | None:
+    """The skip reason and detail when ``agent`` may not start a run now, else ``None``.
+    With ``enforce_limits``, holds the agent's run-limit lock until the transaction ends."""
+    if not agent.is_active:
+        return SkipReason.AGENT_INACTIVE, "the agent is not active"
+    with connection.cursor() as cursor:
+        if enforce_limits:
+            cursor.execute(_LOCK_SQL, [f"agents.run_limits:{agent.id}"])
+        cursor.execute(_STATE_SQL, [agent.agency_id, agent.site_id, agent.id])
+        agency_active, site_active, last_hour, last_day = cursor.fetchone()
+    # No reason of their own (the skip reasons are a CHECK constraint): agent_inactive, with
+    # the detail saying which switch is off.
+    if agency_active is False:
+        return SkipReason.AGENT_INACTIVE, "the agency is suspended (not active)"
+    if site_active is False:
+        return SkipReason.AGENT_INACTIVE, "the agent's site is not active"
+    if not enforce_limits:
+        return None
+    if last_hour >= agent.max_runs_per_hour:
+        return SkipReason.RATE_LIMITED, f"max_runs_per_hour ({agent.max_runs_per_hour}) reached"
+    if last_day >= agent.max_runs_per_day:
+        return SkipReason.RATE_LIMITED, f"max_runs_per_day ({agent.max_runs_per_day}) reached"
+    return None
+
+
+def _trigger_log(
+    agent: Agent,
+    *,
+    trigger_type: str,
+    event_type: str,
+    trigger_event: Event | None,
+    payload: dict[str, Any],
+) -> TriggerLog:
+    return TriggerLog(
+        agency_id=agent.agency_id,
+        agent=agent,
+        site_id=agent.site_id,
+        trigger_type=trigger_type,
+        event_type=event_type,
+        event=trigger_event,
+        payload=payload,
     )
 
 
-def _runs_exceeded(agent: Agent) -> str | None:
-    # One pass over the agent's runs of the last day, counting both windows.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FILTER (WHERE created_at >= now() - interval '1 hour'), count(*)"
-            " FROM agents_execution WHERE agent_id = %s AND created_at >= now() - interval '1 day'",
-            [agent.id],
-        )
-        last_hour, last_day = cursor.fetchone()
-    if last_hour >= agent.max_runs_per_hour:
-        return f"max_runs_per_hour ({agent.max_runs_per_hour}) reached"
-    if last_day >= agent.max_runs_per_day:
-        return f"max_runs_per_day ({agent.max_runs_per_day}) reached"
-    return None
+def _log_skip(log: TriggerLog, reason: str, detail: str) -> None:
+    log.outcome, log.skip_reason, log.skip_detail = TriggerOutcome.SKIPPED, reason, detail
+    fastdb.insert(log)
 
 
 @transaction.atomic(savepoint=False)  # all or nothing with the caller's transaction
@@ -69,26 +137,19 @@ def execution_create(
     queue: str | None = None,
 ) -> Execution | None:
     """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped) when
-    the agent is inactive or over its run limits. Precondition: in the agent's agency context.
+    the agent, its agency or its site is inactive, or the agent is over its run limits.
+    Precondition: in the agent's agency context.
     """
-    event_type = trigger_event.event_type if trigger_event else trigger_type
-    skip: tuple[str, str] | None = None
-    if not agent.is_active:
-        skip = (SkipReason.AGENT_INACTIVE, "the agent is not active")
-    elif enforce_limits and (limit := _runs_exceeded(agent)):
-        skip = (SkipReason.RATE_LIMITED, limit)
-    log = TriggerLog(
-        agency_id=agent.agency_id,
-        agent=agent,
-        site_id=agent.site_id,
+    log = _trigger_log(
+        agent,
         trigger_type=trigger_type,
-        event_type=event_type,
-        event=trigger_event,
+        event_type=trigger_event.event_type if trigger_event else trigger_type,
+        trigger_event=trigger_event,
         payload=trigger_data or {},
     )
+    skip = _why_not_start(agent, enforce_limits=enforce_limits)
     if skip is not None:
-        log.outcome, log.skip_reason, log.skip_detail = TriggerOutcome.SKIPPED, *skip
-        fastdb.insert(log)
+        _log_skip(log, *skip)
         return None
     execution = Execution(
         agency_id=agent.agency_id,
@@ -177,8 +238,33 @@ def execution_resume(*, execution: Execution, observation: str, reason: str) -> 
 
 
 def agents_subscribed(*, agency_id: uuid.UUID, event_type: str) -> list[Agent]:
-    """Active or not: an inactive subscriber's trigger is logged as skipped, not ignored."""
-    return list(Agent.objects.filter(agency_id=agency_id, trigger_events__contains=[event_type]))
+    """Active or not: an inactive subscriber's trigger is logged as skipped, not ignored.
+    In id order: the dispatch takes each one's run-limit lock in this order, so that two
+    dispatches never wait for each other's."""
+    return list(
+        Agent.objects.filter(agency_id=agency_id, trigger_events__contains=[event_type]).order_by(
+            "id"
+        )
+    )
+
+
+def _event_skip(agent: Agent, event: Event) -> tuple[str, str] | None:
+    """Why ``event`` does not concern ``agent`` (the self-trigger guard, its conditions)."""
+    if str(event.actor_id) == str(agent.id) and event.event_type.startswith("ai."):
+        # No reason of its own (CHECK constraint): a condition every agent has.
+        return (
+            SkipReason.CONDITIONS_NOT_MET,
+            "the event is this agent's own ai.* event; an agent never triggers itself",
+        )
+    conditions = agent.trigger_conditions
+    if not conditions:
+        return None
+    try:
+        validate_conditions(conditions)
+    except InvalidConditions as exc:  # stored before they were checked on save
+        return SkipReason.ERROR, f"trigger_conditions are invalid: {exc}"
+    unmet = unmet_condition(conditions, event.payload)
+    return (SkipReason.CONDITIONS_NOT_MET, unmet) if unmet else None
 
 
 def event_dispatch(*, event: Event) -> list[Execution]:
@@ -192,12 +278,22 @@ def event_dispatch(*, event: Event) -> list[Execution]:
             return []
         started = []
         for agent in agents_subscribed(agency_id=locked.agency_id, event_type=locked.event_type):
-            if str(locked.actor_id) == str(agent.id) and locked.event_type.startswith("ai."):
-                continue  # an agent's own lifecycle events never re-trigger it
+            trigger_data = {"event_type": locked.event_type, "payload": locked.payload}
+            skip = _event_skip(agent, locked)
+            if skip is not None:
+                log = _trigger_log(
+                    agent,
+                    trigger_type=TriggerType.EVENT,
+                    event_type=locked.event_type,
+                    trigger_event=locked,
+                    payload=trigger_data,
+                )
+                _log_skip(log, *skip)
+                continue
             execution = execution_create(
                 agent=agent,
                 trigger_type=TriggerType.EVENT,
-                trigger_data={"event_type": locked.event_type, "payload": locked.payload},
+                trigger_data=trigger_data,
                 trigger_event=locked,
             )
             if execution is not None:
