@@ -116,12 +116,13 @@ def test_trigger_workflow_starts_the_agents_subscribed_to_the_workflow(
     output = call(ctx, "trigger_workflow", {"workflow_id": "lead_followup"})
     with tenancy.agency_context(ctx.agency_id):
         started = event_dispatch(event=Event.objects.get(id=output["event_id"]))
-        logged = set(TriggerLog.objects.values_list("agent_id", flat=True))
+        logged = dict(TriggerLog.objects.values_list("agent_id", "outcome"))
 
-    # Not the agent that triggered it (its own ai.* events never re-start it), nor the bystander.
+    # Not the agent that triggered it (its own ai.* events never re-start it: a logged skip),
+    # nor the bystander (not subscribed: nothing to log).
     assert [run.agent_id for run in started] == [follower.id]
     assert started[0].trigger_data["payload"]["execution_id"] == str(ctx.execution_id)
-    assert logged == {follower.id}
+    assert logged == {follower.id: "invoked", execution.agent_id: "skipped"}
     assert bystander.id not in logged
 
 
