@@ -1,8 +1,9 @@
 """Event triggers: the event types an agent may subscribe to, and its ``trigger_conditions``
 (what they may look like, whether an event meets them).
 
-Events are dispatched by exact type (``Agent.trigger_events @> ARRAY[type]``), so a subscription
-must be an event type as the event log accepts it (``core.models.EVENT_TYPE_REGEX``); anything
+A subscription is an event type as the event log accepts it (``core.models.EVENT_TYPE_REGEX``)
+or a wildcard over its leading names, ``auth.login.*`` (seed 004's guardian subscribes so): it
+takes every type that starts with ``auth.login.`` (``core.events.subscriptions_for``). Anything
 else would be accepted and never fire.
 
 Seed 004 only says "JSONB, conditions to evaluate", so the format is the simplest that covers
@@ -30,16 +31,18 @@ MAX_CHOICES = 100
 _MISSING = object()
 _SCALARS = (str, int, float, bool, type(None))
 _EVENT_TYPE = re.compile(EVENT_TYPE_REGEX)
+# "auth.*", "auth.login.*": leading names of an event type, then ".*".
+_WILDCARD = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*\.\*$")
 
 
 def event_type_error(value: Any) -> str | None:
-    """Why ``value`` can never start an agent, or ``None`` for an event type."""
-    if isinstance(value, str) and _EVENT_TYPE.match(value):
+    """Why ``value`` can never start an agent, or ``None`` for an event type or a wildcard."""
+    if isinstance(value, str) and (_EVENT_TYPE.match(value) or _WILDCARD.match(value)):
         return None
     if isinstance(value, str) and "*" in value:
         return (
-            f"{value!r}: wildcards are not supported; an agent subscribes to exact event "
-            "types, so list each one (e.g. 'auth.login.failed')."
+            f"{value!r}: a wildcard may only end a subscription, after at least one name "
+            "(e.g. 'auth.login.*' for every 'auth.login.' event)."
         )
     return (
         f"{value!r} is not an event type: lower-case names joined by dots, e.g. "

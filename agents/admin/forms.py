@@ -24,7 +24,8 @@ HELP_TEXTS = {
     "denied_tools": PATTERN_HELP.format(extra="Denied patterns win over allowed ones."),
     "trigger_events": (
         "Comma-separated event types that start this agent, e.g. 'crm.contact.created, "
-        "form.submitted'. Exact types: lower-case names joined by dots, no wildcards."
+        "form.submitted': lower-case names joined by dots. A trailing '.*' takes every type "
+        "under it: 'auth.login.*' starts on 'auth.login.failed' and 'auth.login.succeeded'."
     ),
     "trigger_schedule": (
         "A standard 5-field cron expression (minute hour day-of-month month day-of-week) in "

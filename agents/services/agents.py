@@ -106,8 +106,7 @@ def _create(
 ) -> Agent:
     """agent_create after validation. A duplicate or a template's copy validates only what the
     caller changes: the rest was checked when it was stored, or is the platform's own template
-    data (the guardian template's 'auth.login.*' subscriptions, say, which the event type check
-    refuses as input, would otherwise make that template unusable)."""
+    data."""
     if site.agency_id != agency_id:
         raise ApplicationError("invalid", "No such site.", fields={"site": ["No such site."]})
     fields.setdefault(

@@ -25,6 +25,7 @@ from agents.models import (
 from agents.runtime import store
 from agents.triggers import InvalidConditions, unmet_condition, validate_conditions
 from core import fastdb
+from core.events import subscriptions_for
 from core.models import Event
 
 logger = logging.getLogger(__name__)
@@ -242,9 +243,9 @@ def agents_subscribed(*, agency_id: uuid.UUID, event_type: str) -> list[Agent]:
     In id order: the dispatch takes each one's run-limit lock in this order, so that two
     dispatches never wait for each other's."""
     return list(
-        Agent.objects.filter(agency_id=agency_id, trigger_events__contains=[event_type]).order_by(
-            "id"
-        )
+        Agent.objects.filter(
+            agency_id=agency_id, trigger_events__overlap=subscriptions_for(event_type)
+        ).order_by("id")
     )
 
 

@@ -131,6 +131,25 @@ def test_nested_and_one_of_conditions_pick_the_events_they_name() -> None:
     assert sorted(str(e.agent_id) for e in started) == sorted([str(agent.id), str(other.id)])
 
 
+def test_a_wildcard_subscription_takes_every_type_under_its_prefix() -> None:
+    # Seed 004's guardian subscribes to "event:auth.login.*".
+    guardian = AgentFactory.create(trigger_events=["auth.login.*"])
+    broad = AgentFactory.create(
+        agency=guardian.agency, site=guardian.site, trigger_events=["auth.*"]
+    )
+
+    def started_for(event_type: str) -> set[Any]:
+        event = _event(guardian, {}, event_type=event_type)
+        assert event.processed_at is None  # it has subscribers: left for the dispatch
+        return {run.agent_id for run in _dispatch(event)}
+
+    assert started_for("auth.login.failed") == {guardian.id, broad.id}
+    assert started_for("auth.logout.done") == {broad.id}
+    with tenancy.agency_context(guardian.agency_id):
+        lone = event_emit(agency_id=guardian.agency_id, event_type="authx.login.failed")
+    assert lone.processed_at is not None  # no subscription matches: nothing to dispatch
+
+
 def test_conditions_stored_before_they_were_checked_are_logged_as_an_error() -> None:
     agent = AgentFactory.create(trigger_events=[EVENT], trigger_conditions={"source": {"a": 1}})
     assert _dispatch(_event(agent, {"source": {"a": 1}})) == []
@@ -191,7 +210,7 @@ def _fields(**extra: Any) -> dict[str, Any]:
         ({"trigger_conditions": {"source": {"a": 1}}}, "trigger_conditions", "dotted key"),
         ({"trigger_conditions": ["source"]}, "trigger_conditions", "Must be a JSON object"),
         ({"trigger_events": ["CRM Contact Created"]}, "trigger_events", "is not an event type"),
-        ({"trigger_events": ["auth.login.*"]}, "trigger_events", "wildcards are not supported"),
+        ({"trigger_events": ["auth.*.failed"]}, "trigger_events", "may only end a subscription"),
         ({"trigger_schedule": "1,,2 * * * *"}, "trigger_schedule", "Invalid cron expression"),
     ],
 )
