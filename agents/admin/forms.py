@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from agents.models import Agent, AgentTemplate, LLMProvider
+from agents.models import INPUT_MAX_CHARS, Agent, AgentTemplate, LLMProvider
 from agents.services import validate_agent_fields
 from core.exceptions import ApplicationError
 from core.models import Site
@@ -110,6 +110,16 @@ class LLMProviderForm(forms.ModelForm[LLMProvider]):
         cleaned: dict[str, Any] = super().clean() or {}
         if cleaned.get("api_key") and cleaned.get("clear_api_key"):
             self.add_error("clear_api_key", "Either enter a new key or remove the stored one.")
+        moved = {"api_endpoint", "provider_name"} & set(self.changed_data)
+        keeps_key = not cleaned.get("api_key") and not cleaned.get("clear_api_key")
+        if moved and keeps_key and self.instance.has_api_key:
+            # A stored key goes only where it was entered for: whoever points the row at
+            # another server must know the key (or remove it), or they would receive it.
+            self.add_error(
+                "api_key",
+                "The endpoint or provider changed: enter the API key for it again, or remove "
+                "the stored key.",
+            )
         return cleaned
 
     def apply_api_key(self, provider: LLMProvider) -> None:
@@ -137,6 +147,7 @@ class RunForm(forms.Form):
     input = forms.CharField(
         label="Instruction",
         required=False,
+        max_length=INPUT_MAX_CHARS,
         widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
         help_text="What the agent should do on this run (optional: it works on its goals).",
     )

@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from agents.models import (
+    INPUT_MAX_CHARS,
     Agent,
     AgentGoal,
     AgentTemplate,
@@ -290,7 +291,7 @@ class ExecutionDetailSerializer(ExecutionSerializer):
 
 class ExecuteSerializer(StrictSerializer):
     input = serializers.CharField(
-        max_length=20_000, required=False, allow_blank=True, default="",
+        max_length=INPUT_MAX_CHARS, required=False, allow_blank=True, default="",
         help_text="The instruction for this run.",
     )  # fmt: skip
     trigger_data = JSONObjectField(required=False, default=dict)

@@ -10,6 +10,7 @@ from agents.models.agent import (
     ProviderName,
 )
 from agents.models.execution import (
+    INPUT_MAX_CHARS,
     TERMINAL_STATUSES,
     Execution,
     ExecutionStatus,
@@ -34,6 +35,7 @@ from agents.models.flow import (
 from agents.models.provider import LLMProvider
 
 __all__ = [
+    "INPUT_MAX_CHARS",
     "TERMINAL_STATUSES",
     "Agent",
     "AgentConfig",

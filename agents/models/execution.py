@@ -56,6 +56,10 @@ class TriggerType(models.TextChoices):
     AGENT = "agent", "Another agent"  # delegation by an orchestrator
 
 
+# The longest instruction a run may be started with (API and admin alike).
+INPUT_MAX_CHARS = 20_000
+
+
 class Execution(AgencyOwnedModel):
     """One run of an agent (seed 004 ``ai_agent_executions``): a state machine in PostgreSQL.
 

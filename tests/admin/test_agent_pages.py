@@ -54,6 +54,16 @@ def test_run_now_starts_a_manual_execution_with_the_instruction(
     assert execution.triggered_by_id == staff.pk
 
 
+def test_run_now_refuses_an_instruction_longer_than_the_api_allows(
+    client: Client, site: Site
+) -> None:
+    agent = AgentFactory.create(agency=site.agency, site=site)
+    response = client.post(admin_url(Agent, "run", agent.pk), {"input": "x" * 20_001})
+    assert response.status_code == 200  # the form again, with its error
+    assert "at most 20000 characters" in response.content.decode()
+    assert fetch_all(Execution, agent=agent) == []
+
+
 def test_running_an_inactive_agent_logs_a_skipped_trigger(client: Client, site: Site) -> None:
     agent = AgentFactory.create(agency=site.agency, site=site, is_active=False)
     response = client.post(

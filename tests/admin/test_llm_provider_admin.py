@@ -133,3 +133,26 @@ def test_only_agency_admins_change_provider_credentials(
 
     assert reload(provider).api_endpoint == ""
     assert reload(provider).get_api_key() == RAW_API_KEY
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"api_endpoint": "https://elsewhere.example.com/v1"}, {"provider_name": "anthropic"}],
+    ids=["endpoint", "provider"],
+)
+def test_pointing_a_row_elsewhere_needs_its_key_entered_again(
+    client: Client, agency: Agency, change: dict[str, str]
+) -> None:
+    # Even an agency admin may not read the stored key: moving the row must not send it away.
+    provider = LLMProviderFactory.create(agency=agency, api_key=RAW_API_KEY)
+
+    response = client.post(change_url(provider), provider_form(**change))
+    assert response.status_code == 200
+    assert "enter the API key for it again" in response.content.decode()
+    assert (reload(provider).api_endpoint, reload(provider).provider_name) == ("", "openai")
+
+    assert (
+        client.post(change_url(provider), provider_form(**change, api_key=NEW_KEY)).status_code
+        == 302
+    )
+    assert reload(provider).get_api_key() == NEW_KEY
