@@ -235,6 +235,8 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "result",
             "actions_taken",
             "error",
+            "error_details",
+            "attempts",
             "current_step",
             "tokens_input",
             "tokens_output",

@@ -66,6 +66,23 @@ def test_detail_has_the_steps_in_order(agent, as_role) -> None:
     assert "steps" not in listed["results"][0]
 
 
+def test_an_execution_says_how_many_deliveries_claimed_it_and_its_error_details(
+    agent, as_role
+) -> None:
+    execution = ExecutionFactory.create(
+        agent=agent,
+        status=ExecutionStatus.FAILED,
+        attempts=2,
+        error="Gave up",
+        error_details={"provider": "openai", "status": 503},
+    )
+    detail = as_role(Role.VIEWER).get(f"{EXECUTIONS}{execution.id}/").json()
+    assert (detail["attempts"], detail["error_details"]) == (
+        2,
+        {"provider": "openai", "status": 503},
+    )
+
+
 def test_list_filter_with_a_bad_value_is_400(agent, as_role) -> None:
     assert "status" in fields_of(as_role(Role.VIEWER).get(EXECUTIONS, {"status": "bogus"}))
     assert "agent" in fields_of(as_role(Role.VIEWER).get(EXECUTIONS, {"agent": "x"}))
