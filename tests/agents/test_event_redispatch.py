@@ -19,6 +19,7 @@ import pytest
 from celery.signals import after_task_publish
 from django.db import transaction
 from django.utils import timezone
+from kombu import Producer
 from kombu.exceptions import OperationalError
 from pytest_django.fixtures import Settings
 from rest_framework.authtoken.models import Token
@@ -45,7 +46,11 @@ def _period(live_db: None, settings: Settings) -> None:
 
 @pytest.fixture
 def published() -> Iterator[list[tuple[str, dict[str, Any]]]]:
-    """(event id, kwargs) of every dispatch this process publishes from now on."""
+    """(event id, kwargs) of every dispatch this process publishes from now on.
+
+    The message stops at the broker's door (kombu's publish sends nothing): a worker that other
+    tests of the session left running would otherwise take it and dispatch the event itself,
+    behind the test's back. The test runs what was sent as that worker would."""
     sent: list[tuple[str, dict[str, Any]]] = []
 
     def record(sender: Any = None, body: Any = None, **kwargs: Any) -> None:
@@ -54,7 +59,9 @@ def published() -> Iterator[list[tuple[str, dict[str, Any]]]]:
             sent.append((str(args[0]), dict(task_kwargs)))
 
     after_task_publish.connect(record, weak=False)
-    yield sent
+    with pytest.MonkeyPatch.context() as patch:  # not undone by the test's monkeypatch.undo()
+        patch.setattr(Producer, "publish", lambda self, *args, **kwargs: None)
+        yield sent
     after_task_publish.disconnect(record)
 
 
