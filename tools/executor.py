@@ -32,6 +32,7 @@ from agents.llm import ToolCall as LLMToolCall
 from approvals.models import Approval, ApprovalStatus
 from approvals.risk import RiskDecision, assess_risk
 from core import fastdb
+from core.storable import storable_json
 from tools import access, ratelimit, registry, selectors
 from tools.handlers import ToolContext, ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
@@ -120,7 +121,7 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
         outcome = disabled
     elif call.arguments_error:
         outcome = ToolOutcome(
-            _error("invalid_arguments", f"Arguments are not valid JSON: {call.arguments_error}"),
+            _error("invalid_arguments", f"{call.arguments_error}."),
             ToolCallStatus.FAILED,
         )
     elif errors := validate_arguments(policy["parameters"], arguments):
@@ -288,14 +289,16 @@ def _run_handler(request: CallRequest, key: str, arguments: dict[str, Any]) -> T
             _error("internal_error", f"The tool failed unexpectedly ({type(exc).__name__})."),
             ToolCallStatus.FAILED,
         )
+    # What a handler returns is recorded as is (jsonb): a NUL or NaN it passed on from a web
+    # page or a provider must not fail the write of the step, and with it the run.
     if isinstance(result, ToolResult):
         return ToolOutcome(
-            result.output,
+            storable_json(result.output),
             ToolCallStatus.COMPLETED,
             park_until=result.park_until,
             after_commit=list(result.after_commit),
         )
-    return ToolOutcome(result, ToolCallStatus.COMPLETED)
+    return ToolOutcome(storable_json(result), ToolCallStatus.COMPLETED)
 
 
 @contextmanager

@@ -7,6 +7,7 @@ the `*Dict` TypedDicts are the JSON shapes persisted in execution steps.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
@@ -19,6 +20,7 @@ from agents.llm.errors import (
     LLMRateLimited,
     LLMUnavailable,
 )
+from core.storable import storable_text
 
 __all__ = [
     "Completion",
@@ -103,13 +105,22 @@ class ToolCall:
             return cls(id=id, name=name, arguments={}, raw_arguments=raw_arguments)
         error: str | None = None
         try:
-            parsed = json.loads(raw_arguments)
+            # Strict JSON: Python's reader takes NaN and Infinity (and 1e400 as infinity),
+            # which JSON has not and PostgreSQL's jsonb refuses.
+            parsed = json.loads(raw_arguments, parse_constant=_not_json, parse_float=_finite_float)
         except ValueError as exc:
             error = f"Tool arguments are not valid JSON: {exc}"
         else:
-            if isinstance(parsed, dict):
+            if not isinstance(parsed, dict):
+                error = f"Tool arguments must be a JSON object, got {type(parsed).__name__}"
+            elif _has_nul(parsed):
+                # Neither text nor jsonb can hold it: the arguments could not even be recorded.
+                error = (
+                    "Tool arguments contain a NUL character (\\u0000), which cannot be "
+                    "stored; send them without it"
+                )
+            else:
                 return cls(id=id, name=name, arguments=parsed, raw_arguments=raw_arguments)
-            error = f"Tool arguments must be a JSON object, got {type(parsed).__name__}"
         return cls(
             id=id, name=name, arguments={}, raw_arguments=raw_arguments, arguments_error=error
         )
@@ -125,6 +136,27 @@ class ToolCall:
     @classmethod
     def from_dict(cls, data: ToolCallDict) -> ToolCall:
         return cls.from_raw(id=data["id"], name=data["name"], raw_arguments=data["raw_arguments"])
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large a number")
+    return value
+
+
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 def new_tool_call_id() -> str:
@@ -234,6 +266,12 @@ class Completion:
     raw: RawResponse  # the provider's response (assembled from the chunks when streamed)
     latency_ms: float  # wall time of the call, retries and backoff included
     attempts: int = 1
+
+    def __post_init__(self) -> None:
+        # A NUL in the text would fail the write of the reply (text and jsonb cannot hold it)
+        # and with it the run: replaced, as a decoder shows what it cannot read.
+        if "\x00" in self.text:
+            object.__setattr__(self, "text", storable_text(self.text))
 
     def to_message(self) -> Message:
         """The assistant turn to append to the conversation before running the tools."""

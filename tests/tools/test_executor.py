@@ -33,6 +33,11 @@ def _write_then_raise(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     raise ToolError("boom", "The tool gave up half way.")
 
 
+def _unstorable(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    # What a fetched page or a provider may hand a handler, passed on as it came.
+    return {"text": "before\x00after", "score": float("nan"), "items": [float("inf")]}
+
+
 def _write(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     contact = Contact.objects.create(agency_id=ctx.agency_id, first_name="Kept", email="k@x.io")
     return {"id": str(contact.id)}
@@ -42,9 +47,11 @@ def _write(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 def test_handlers() -> Iterator[None]:
     registry.handler("test_write_then_raise")(_write_then_raise)
     registry.handler("test_write")(_write)
+    registry.handler("test_unstorable")(_unstorable)
     yield
     registry._HANDLERS.pop("test_write_then_raise")
     registry._HANDLERS.pop("test_write")
+    registry._HANDLERS.pop("test_unstorable")
 
 
 def _policy(name: str) -> ToolPolicy:
@@ -60,7 +67,7 @@ def _request(execution: Execution, name: str, args: dict[str, Any], **extra: Any
         call=LLMToolCall(
             id=f"call-{uuid.uuid4().hex[:6]}", name=name, arguments=args, raw_arguments="{}"
         ),
-        tools={name: _policy(name) for name in ("test_write_then_raise", "test_write")},
+        tools={n: _policy(n) for n in ("test_write_then_raise", "test_write", "test_unstorable")},
         constraints=[],
         may_have_run=False,
         **extra,
@@ -111,3 +118,14 @@ def test_a_succeeding_handler_keeps_its_writes_after_the_runtime_savepoint() -> 
         outcome = execute_tool_call(_request(execution, "test_write", {}, savepoint=SAVEPOINT))
         assert Contact.objects.filter(pk=outcome.output["id"]).exists()
         assert ToolCall.objects.get(execution_id=execution.id).status == ToolCallStatus.COMPLETED
+
+
+def test_a_handlers_output_is_recorded_even_with_what_jsonb_refuses() -> None:
+    execution = _execution()
+    with transaction.atomic(), tenancy.agency_context(execution.agency_id):
+        outcome = execute_tool_call(_request(execution, "test_unstorable", {}))
+        recorded = ToolCall.objects.get(execution_id=execution.id)
+
+    expected = {"text": "before\ufffdafter", "score": None, "items": [None]}
+    assert outcome.output == expected
+    assert (recorded.status, recorded.output) == (ToolCallStatus.COMPLETED, expected)

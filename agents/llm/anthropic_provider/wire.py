@@ -104,10 +104,8 @@ def usage_from_anthropic(usage: AnthropicUsage | MessageDeltaUsage | None, base:
 
 
 def tool_call_from_input(*, id: str, name: str, tool_input: object) -> ToolCall:
-    if isinstance(tool_input, dict):
-        return ToolCall(
-            id=id, name=name, arguments=tool_input, raw_arguments=json.dumps(tool_input)
-        )
+    # Through the same checks as OpenAI's JSON text: the SDK's reader accepted NaN and NUL,
+    # which the arguments may not carry (ToolCall.from_raw).
     raw = tool_input if isinstance(tool_input, str) else json.dumps(tool_input)
     return ToolCall.from_raw(id=id, name=name, raw_arguments=raw)
 

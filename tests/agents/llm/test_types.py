@@ -27,7 +27,16 @@ def test_tool_call_with_empty_arguments_means_no_arguments() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "error"),
-    [('{"id": ', "not valid JSON"), ("[1, 2]", "must be a JSON object, got list")],
+    [
+        ('{"id": ', "not valid JSON"),
+        ("[1, 2]", "must be a JSON object, got list"),
+        # Python reads these; JSON has no such values and jsonb would refuse them.
+        ('{"n": NaN}', "NaN is not a JSON value"),
+        ('{"n": [-Infinity]}', "-Infinity is not a JSON value"),
+        ('{"n": 1e400}', "too large a number"),
+        ('{"note": "a\\u0000b"}', "NUL character"),
+        ('{"a\\u0000": 1}', "NUL character"),
+    ],
 )
 def test_tool_call_keeps_bad_arguments_with_an_error(raw: str, error: str) -> None:
     call = ToolCall.from_raw(id="c1", name="t", raw_arguments=raw)

@@ -13,6 +13,7 @@ import pytest
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import (
     Reply,
+    ScriptedToolCall,
     by_turn,
     hang,
     malformed_tool_call_reply,
@@ -157,6 +158,38 @@ def test_bad_tool_arguments_return_an_error_the_model_recovers_from(
         ("failed", "invalid_arguments"),
         ("completed", ""),
     ]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_what_postgresql_cannot_store_does_not_end_the_run(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    # NaN (which Python's JSON reader accepts) and NUL are refused by jsonb and text: arguments
+    # carrying them are an error the model sees, a reply's NUL is replaced.
+    agent = make_agent(kind)
+    contact = _contact(agent)
+    nan = f'{{"contact_id": "{contact.id}", "content": NaN}}'
+    fake_llm_server.set_responder(
+        by_turn(
+            Reply(tool_calls=(ScriptedToolCall("crm_add_note", nan),)),
+            tool_call_reply("crm_add_note", {"contact_id": str(contact.id), "content": "a\x00b"}),
+            text_reply("Done\x00."),
+        ),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    assert execution.output == "Done\ufffd."
+    told = _tool_results(fake_llm_server, agent.llm_model)
+    assert "NaN" in told[1]
+    assert "NUL" in told[2]
+    with tenancy.agency_context(agent.agency_id):
+        assert not Note.objects.filter(contact=contact).exists()
+        errors = list(ToolCall.objects.filter(execution=execution).values_list("error_code"))
+    assert errors == [("invalid_arguments",), ("invalid_arguments",)]
 
 
 @pytest.mark.parametrize("kind", KINDS)
