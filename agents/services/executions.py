@@ -183,12 +183,19 @@ def execution_cancel(*, execution: Execution, reason: str = "Cancelled on reques
         locked = Execution.objects.select_for_update().get(pk=execution.pk)
         if locked.is_terminal:
             return locked
-        locked.cancel_requested_at = locked.cancel_requested_at or timezone.now()
-        if locked.status == ExecutionStatus.RUNNING and locked.lease_owner:
+        now = timezone.now()
+        locked.cancel_requested_at = locked.cancel_requested_at or now
+        if (
+            locked.status == ExecutionStatus.RUNNING
+            and locked.lease_owner
+            and locked.lease_expires_at is not None
+            and locked.lease_expires_at > now
+        ):
             locked.save(update_fields=["cancel_requested_at", "updated_at"])
             return locked
-        # Pending, waiting, or running without an owner (its worker died): nobody would see a
-        # request, so the run ends here.
+        # Pending, waiting, or running without a live owner (its worker died, or its lease ran
+        # out and the reaper has not come by yet): nobody would see a request, so the run ends
+        # here. A stalled worker that wakes up finds its lease gone and writes nothing.
         from tools.models import ToolCall, ToolCallStatus  # noqa: PLC0415
 
         ToolCall.objects.filter(execution=locked, status=ToolCallStatus.WAITING_APPROVAL).update(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable
 from decimal import Decimal
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from django.contrib import admin
 from django.test import Client
+from django.utils import timezone
 
 from agents.models import AgentTemplate, Execution, ExecutionStatus
 from approvals.models import Approval, ApprovalStatus, RiskRule
@@ -182,7 +184,10 @@ def test_cancel_action_says_what_happened_to_each_kind_of_run(
     agent = AgentFactory.create(agency=agency)
     pending = ExecutionFactory.create(agent=agent)
     running = ExecutionFactory.create(
-        agent=agent, status=ExecutionStatus.RUNNING, lease_owner="worker-1"
+        agent=agent,
+        status=ExecutionStatus.RUNNING,
+        lease_owner="worker-1",
+        lease_expires_at=timezone.now() + datetime.timedelta(minutes=5),
     )
     done = ExecutionFactory.create(agent=agent, status=ExecutionStatus.COMPLETED)
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
+from django.utils import timezone
 
 from agents.models import Execution, ExecutionStatus, TriggerLog
 from core.models import Role
@@ -94,6 +97,29 @@ def test_cancel_a_pending_execution(agent, as_role) -> None:
     assert response.status_code == 200
     assert response.json()["status"] == ExecutionStatus.CANCELLED
     assert count(Execution, pk=execution.id, status=ExecutionStatus.CANCELLED) == 1
+
+
+@pytest.mark.parametrize(
+    ("lease_left", "status"),
+    [(300, ExecutionStatus.RUNNING), (-1, ExecutionStatus.CANCELLED)],
+    ids=["worker holds it", "lease ran out"],
+)
+def test_cancel_of_a_running_execution_waits_only_for_a_live_worker(
+    agent, as_role, lease_left, status
+) -> None:
+    execution = ExecutionFactory.create(
+        agent=agent,
+        status=ExecutionStatus.RUNNING,
+        lease_owner="host:1:2",
+        lease_expires_at=timezone.now() + datetime.timedelta(seconds=lease_left),
+    )
+    response = as_role(Role.STAFF).post(f"{EXECUTIONS}{execution.id}/cancel/")
+    assert response.status_code == 200
+    assert (response.json()["status"], response.json()["cancel_requested_at"] is not None) == (
+        status,
+        True,
+    )
+    assert count(Execution, pk=execution.id, status=status) == 1
 
 
 def test_cancel_with_a_body_is_a_field_error_and_cancels_nothing(agent, as_role) -> None:
