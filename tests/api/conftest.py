@@ -98,3 +98,14 @@ def fields_of(response: Any) -> dict[str, Any]:
     assert response.status_code == 400, body
     assert set(body) == {"message", "code", "extra"}, body
     return dict(body["extra"]["fields"])
+
+
+def agent_body(tenant: Tenant, **extra: object) -> dict[str, object]:
+    """A valid POST /api/v1/agents/ body on the tenant's site, with ``extra`` fields."""
+    return {
+        "site": str(tenant.site.id),
+        "name": "Lead qualifier",
+        "agent_type": "specialist",
+        "system_prompt": "Qualify inbound leads.",
+        **extra,
+    }

@@ -14,19 +14,9 @@ from agents.models import Agent, Execution, ExecutionStatus
 from config.celery_app import app
 from core.models import Role
 from tests.agents.factories import AgentFactory
-from tests.api.conftest import Tenant, count, fields_of, make_tenant, token_client
+from tests.api.conftest import Tenant, agent_body, count, fields_of, make_tenant, token_client
 
 URL = "/api/v1/agents/"
-
-
-def _body(tenant: Tenant, **extra: object) -> dict[str, object]:
-    return {
-        "site": str(tenant.site.id),
-        "name": "Lead qualifier",
-        "agent_type": "specialist",
-        "system_prompt": "Qualify inbound leads.",
-        **extra,
-    }
 
 
 BAD_TRIGGERS = [
@@ -43,7 +33,7 @@ BAD_TRIGGERS = [
 def test_create_with_a_trigger_that_could_never_fire_is_400(
     tenant_a: Tenant, as_role: Any, extra: dict[str, Any], field: str, message: str
 ) -> None:
-    response = as_role(Role.STAFF).post(URL, _body(tenant_a, **extra), format="json")
+    response = as_role(Role.STAFF).post(URL, agent_body(tenant_a, **extra), format="json")
     errors = fields_of(response)
     assert any(message in m for m in errors[field]), errors
     assert count(Agent) == 0
@@ -61,7 +51,9 @@ def test_patch_with_a_trigger_that_could_never_fire_is_400(
 
 def test_valid_conditions_and_event_types_are_stored(tenant_a: Tenant, as_role: Any) -> None:
     conditions = {"source": "web", "contact.country": ["AT", "DE"], "vip": True}
-    body = _body(tenant_a, trigger_events=["crm.contact.created"], trigger_conditions=conditions)
+    body = agent_body(
+        tenant_a, trigger_events=["crm.contact.created"], trigger_conditions=conditions
+    )
     response = as_role(Role.STAFF).post(URL, body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["trigger_conditions"] == conditions

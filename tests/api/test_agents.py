@@ -8,24 +8,14 @@ from agents.models import Agent
 from core import tenancy
 from core.models import Event, Role
 from tests.agents.factories import AgentFactory
-from tests.api.conftest import Tenant, count, fields_of, token_client
+from tests.api.conftest import agent_body, count, fields_of, token_client
 
 URL = "/api/v1/agents/"
 
 
-def _body(tenant: Tenant, **extra: object) -> dict[str, object]:
-    return {
-        "site": str(tenant.site.id),
-        "name": "Lead qualifier",
-        "agent_type": "specialist",
-        "system_prompt": "Qualify inbound leads.",
-        **extra,
-    }
-
-
 def test_create_get_patch_delete_emit_agent_events(tenant_a, as_role) -> None:
     client = as_role(Role.STAFF)
-    created = client.post(URL, _body(tenant_a, allowed_tools=["crm_*"]), format="json")
+    created = client.post(URL, agent_body(tenant_a, allowed_tools=["crm_*"]), format="json")
     assert created.status_code == 201, created.json()
     agent_id = created.json()["id"]
     assert created.json()["slug"] == "lead-qualifier"
@@ -81,7 +71,7 @@ def test_list_filters_orders_and_paginates(tenant_a, as_role) -> None:
     ],
 )
 def test_bad_input_is_a_field_error_and_writes_nothing(tenant_a, as_role, extra, field) -> None:
-    response = as_role(Role.STAFF).post(URL, _body(tenant_a, **extra), format="json")
+    response = as_role(Role.STAFF).post(URL, agent_body(tenant_a, **extra), format="json")
     assert field in fields_of(response)
     assert count(Agent, agency=tenant_a.agency) == 0
     assert count(Event, agency=tenant_a.agency) == 0
@@ -89,7 +79,7 @@ def test_bad_input_is_a_field_error_and_writes_nothing(tenant_a, as_role, extra,
 
 def test_duplicate_slug_per_site_is_a_field_error(tenant_a, as_role) -> None:
     AgentFactory.create(agency=tenant_a.agency, site=tenant_a.site, slug="taken")
-    response = as_role(Role.STAFF).post(URL, _body(tenant_a, slug="taken"), format="json")
+    response = as_role(Role.STAFF).post(URL, agent_body(tenant_a, slug="taken"), format="json")
     assert "slug" in fields_of(response)
     assert count(Agent, agency=tenant_a.agency) == 1
 
@@ -104,7 +94,7 @@ def test_patch_with_bad_input_changes_nothing(tenant_a, as_role) -> None:
 
 
 def test_site_of_another_agency_does_not_exist(tenant_a, tenant_b, as_role) -> None:
-    body = {**_body(tenant_a), "site": str(tenant_b.site.id)}
+    body = {**agent_body(tenant_a), "site": str(tenant_b.site.id)}
     assert "site" in fields_of(as_role(Role.STAFF).post(URL, body, format="json"))
     assert count(Agent) == 0
 
@@ -134,7 +124,7 @@ def test_readers_cannot_write_agents(tenant_a, as_role, role) -> None:
     agent = AgentFactory.create(agency=tenant_a.agency, site=tenant_a.site)
     client = as_role(role)
     assert client.get(f"{URL}{agent.id}/").status_code == 200
-    assert client.post(URL, _body(tenant_a), format="json").status_code == 403
+    assert client.post(URL, agent_body(tenant_a), format="json").status_code == 403
     for method, suffix in [
         ("patch", ""),
         ("delete", ""),
