@@ -231,7 +231,9 @@ class AgentAdmin(AgencyScopedAdmin):
 
     @admin.action(description="Run selected agents now", permissions=["run"])
     def run_now(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
-        for agent in queryset:
+        # In id order, as every transaction that starts runs of several agents must: each start
+        # holds that agent's run-limit lock until the request commits (execution_create).
+        for agent in queryset.order_by("pk"):
             views.start_run(self, request, agent, instruction="")
 
     # --- extra pages ---------------------------------------------------------------------------

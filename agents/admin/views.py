@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from agents.admin.common import admin_url, link
 from agents.admin.forms import FromTemplateForm, RunForm, add_application_error
 from agents.models import Agent, AgentTemplate, Execution, TriggerType
-from agents.services import agent_create_from_template, execution_create
+from agents.services import agent_create_from_template, execution_create, skipped_trigger
 from core.admin_scoping import request_agency
 from core.exceptions import ApplicationError
 from core.models import Site
@@ -86,7 +86,8 @@ def start_run(
         triggered_by_id=request.user.pk,
     )
     if execution is None:
-        reason = "it is inactive" if not agent.is_active else "it reached its run limits"
+        log = skipped_trigger(agent)
+        reason = log.skip_detail if log else "it was skipped"
         model_admin.message_user(
             request,
             f"{agent.name} was not started: {reason} (see the trigger log).",

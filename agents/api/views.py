@@ -26,7 +26,7 @@ from agents.api.serializers import (
     ExecutionSerializer,
     MemorySerializer,
 )
-from agents.models import Agent, Execution, TriggerLog, TriggerOutcome, TriggerType
+from agents.models import Agent, Execution, TriggerType
 from agents.services import (
     agent_activate,
     agent_create,
@@ -35,6 +35,7 @@ from agents.services import (
     agent_update,
     execution_cancel,
     execution_create,
+    skipped_trigger,
 )
 from core.api.base import TenantScopedView, TenantViewSet, parse_id
 from core.api.exceptions import error_body
@@ -130,11 +131,7 @@ class AgentViewSet(
         )
         if execution is None:
             # A response, not an exception: the skipped trigger's log row must be kept.
-            log = (
-                TriggerLog.objects.filter(agent=agent, outcome=TriggerOutcome.SKIPPED)
-                .order_by("-triggered_at")
-                .first()
-            )
+            log = skipped_trigger(agent)
             reason = log.skip_reason if log else "skipped"
             detail = log.skip_detail if log else "The run was not started."
             body_409 = error_body(reason, f"Not started: {detail}.")

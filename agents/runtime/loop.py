@@ -47,6 +47,7 @@ from agents.runtime.context import (
 from agents.runtime.faults import crash_point
 from agents.runtime.providers import provider_config_for
 from agents.runtime.setup import build_snapshot
+from agents.services.executions import cancel_pending_decisions
 from core import tenancy
 from core.events import event_emit
 from core.models import ActorType
@@ -81,6 +82,7 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
         switched_off = _switched_off(agent)
         if switched_off:
             when = "started" if claim.first_claim else "resumed"
+            cancel_pending_decisions(execution)  # an approved call it was waiting to run
             claim.tx.finish(
                 ExecutionStatus.CANCELLED,
                 stop_reason=StopReason.CANCELLED,

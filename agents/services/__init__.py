@@ -13,11 +13,13 @@ from agents.services.agents import (
 )
 from agents.services.executions import (
     agents_subscribed,
+    cancel_pending_decisions,
     enqueue_execution,
     event_dispatch,
     execution_cancel,
     execution_create,
     execution_resume,
+    skipped_trigger,
 )
 
 __all__ = [
@@ -29,10 +31,12 @@ __all__ = [
     "agent_duplicate",
     "agent_update",
     "agents_subscribed",
+    "cancel_pending_decisions",
     "enqueue_execution",
     "event_dispatch",
     "execution_cancel",
     "execution_create",
     "execution_resume",
+    "skipped_trigger",
     "validate_agent_fields",
 ]

@@ -137,9 +137,13 @@ def execution_create(
     enforce_limits: bool = True,
     queue: str | None = None,
 ) -> Execution | None:
-    """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped) when
-    the agent, its agency or its site is inactive, or the agent is over its run limits.
-    Precondition: in the agent's agency context.
+    """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped, see
+    :func:`skipped_trigger`) when the agent, its agency or its site is inactive, or the agent is
+    over its run limits. Precondition: in the agent's agency context.
+
+    Holds the agent's run-limit lock until the caller's transaction ends: a transaction that
+    starts runs of several agents must start them in agent id order (as event dispatch does),
+    or two such transactions can deadlock.
     """
     log = _trigger_log(
         agent,
@@ -176,6 +180,31 @@ def execution_create(
     return execution
 
 
+def skipped_trigger(agent: Agent) -> TriggerLog | None:
+    """The trigger log row of ``agent``'s latest skipped start: why :func:`execution_create`
+    returned ``None``. Precondition: the agent's agency context."""
+    return (
+        TriggerLog.objects.filter(agent=agent, outcome=TriggerOutcome.SKIPPED)
+        .order_by("-triggered_at")
+        .first()
+    )
+
+
+def cancel_pending_decisions(execution: Execution) -> None:
+    """A run that ends while a tool call waits for a human: the call and its approval request
+    are cancelled with it, so the queue shows nothing left to decide."""
+    from approvals.models import Approval, ApprovalStatus  # noqa: PLC0415
+    from tools.models import ToolCall, ToolCallStatus  # noqa: PLC0415
+
+    now = timezone.now()
+    ToolCall.objects.filter(
+        execution_id=execution.id, status=ToolCallStatus.WAITING_APPROVAL
+    ).update(status=ToolCallStatus.CANCELLED, updated_at=now)
+    Approval.objects.filter(execution_id=execution.id, status=ApprovalStatus.PENDING).update(
+        status=ApprovalStatus.CANCELLED, updated_at=now
+    )
+
+
 def execution_cancel(*, execution: Execution, reason: str = "Cancelled on request.") -> Execution:
     """Cancel a run: at once when it is not running; otherwise the worker stops before its next
     model call or tool. Idempotent. Precondition: in the execution's agency context."""
@@ -196,16 +225,7 @@ def execution_cancel(*, execution: Execution, reason: str = "Cancelled on reques
         # Pending, waiting, or running without a live owner (its worker died, or its lease ran
         # out and the reaper has not come by yet): nobody would see a request, so the run ends
         # here. A stalled worker that wakes up finds its lease gone and writes nothing.
-        from tools.models import ToolCall, ToolCallStatus  # noqa: PLC0415
-
-        ToolCall.objects.filter(execution=locked, status=ToolCallStatus.WAITING_APPROVAL).update(
-            status=ToolCallStatus.CANCELLED, updated_at=timezone.now()
-        )
-        from approvals.models import Approval, ApprovalStatus  # noqa: PLC0415
-
-        Approval.objects.filter(execution=locked, status=ApprovalStatus.PENDING).update(
-            status=ApprovalStatus.CANCELLED, updated_at=timezone.now()
-        )
+        cancel_pending_decisions(locked)
         store.finish_execution(
             locked, status=ExecutionStatus.CANCELLED, stop_reason=StopReason.CANCELLED, error=reason
         )

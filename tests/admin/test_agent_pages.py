@@ -71,10 +71,47 @@ def test_running_an_inactive_agent_logs_a_skipped_trigger(client: Client, site: 
         {"action": "run_now", "_selected_action": [str(agent.pk)], "index": "0"},
         follow=True,
     )
-    assert "was not started: it is inactive" in response.content.decode()
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("was not started: the agent is not active" in m for m in messages), messages
     assert fetch_all(Execution, agent=agent) == []
     [log] = fetch_all(TriggerLog, agent=agent)
     assert log.outcome == TriggerOutcome.SKIPPED
+
+
+def test_run_now_starts_the_selected_agents_in_id_order(client: Client, site: Site) -> None:
+    # Each start holds its agent's run-limit lock until the request commits: in id order, as
+    # event dispatch takes them, two such transactions cannot deadlock.
+    first, second = sorted(
+        (AgentFactory.create(agency=site.agency, site=site) for _ in range(2)), key=lambda a: a.pk
+    )
+    for agent, name in ((first, "Zed"), (second, "Amy")):  # the changelist lists by name
+        with tenancy.platform_context():
+            Agent.objects.filter(pk=agent.pk).update(name=name)
+    client.post(
+        admin_url(Agent, "changelist"),
+        {"action": "run_now", "_selected_action": [str(second.pk), str(first.pk)], "index": "0"},
+    )
+    with tenancy.platform_context():
+        started = list(
+            Execution.objects.filter(agent__in=[first, second])
+            .order_by("created_at")
+            .values_list("agent_id", flat=True)
+        )
+    assert started == [first.pk, second.pk]
+
+
+def test_run_now_says_why_a_run_was_not_started(client: Client, site: Site) -> None:
+    agent = AgentFactory.create(agency=site.agency, site=site)
+    with tenancy.platform_context():
+        Site.objects.filter(pk=site.pk).update(is_active=False)
+    response = client.post(
+        admin_url(Agent, "changelist"),
+        {"action": "run_now", "_selected_action": [str(agent.pk)], "index": "0"},
+        follow=True,
+    )
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("was not started: the agent's site is not active" in m for m in messages), messages
+    assert fetch_all(Execution, agent=agent) == []
 
 
 def test_create_from_a_platform_template(client: Client, site: Site) -> None:

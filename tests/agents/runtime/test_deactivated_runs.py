@@ -16,9 +16,13 @@ from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.runtime.loop import run_execution
 from agents.services import execution_resume
+from approvals.models import Approval, ApprovalStatus
 from core import tenancy
 from core.models import Agency, Site
 from tests.agents.runtime.conftest import wait_for
+from tests.approvals.factories import ApprovalFactory
+from tests.tools.factories import ToolCallFactory
+from tools.models import ToolCall, ToolCallStatus
 
 pytestmark = pytest.mark.slow
 
@@ -105,3 +109,21 @@ def test_a_run_resumed_after_its_agent_was_deactivated_is_cancelled(
         "The agent was deactivated before this run resumed.",
     )
     assert len(fake_llm_server.requests_for(agent.llm_model)) == 1  # the call before the wait
+
+
+def test_a_run_cancelled_at_its_claim_leaves_no_decision_in_the_approval_queue(
+    make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer
+) -> None:
+    # An approval decided (or still pending) for a run whose agent was switched off meanwhile.
+    agent = make_agent("openai")
+    execution = _pending_run(agent)
+    with tenancy.platform_context():  # the factories follow the rows' foreign keys
+        call = ToolCallFactory.create(execution=execution, status=ToolCallStatus.WAITING_APPROVAL)
+        approval = ApprovalFactory.create(tool_call=call)
+    _switch_off(agent, "agent")
+
+    assert run_execution(execution.id, agency_id=agent.agency_id) == ExecutionStatus.CANCELLED
+    with tenancy.agency_context(agent.agency_id):
+        assert ToolCall.objects.get(pk=call.pk).status == ToolCallStatus.CANCELLED
+        assert Approval.objects.get(pk=approval.pk).status == ApprovalStatus.CANCELLED
+    assert fake_llm_server.requests_for(agent.llm_model) == []
