@@ -20,7 +20,7 @@ from agents.llm.errors import (
     LLMRateLimited,
     LLMUnavailable,
 )
-from core.storable import storable_text
+from core.storable import storable_text, unstorable
 
 __all__ = [
     "Completion",
@@ -101,8 +101,12 @@ class ToolCall:
             raw_arguments = ""
         elif not isinstance(raw_arguments, str):
             raw_arguments = json.dumps(raw_arguments)
+        # Kept in the reply's record (jsonb) whatever they hold: a NUL or a lone surrogate in
+        # the id, the name or the raw text must not fail that write (the text is read first).
+        id, name = storable_text(id), storable_text(name)
+        kept = storable_text(raw_arguments)
         if not raw_arguments.strip():
-            return cls(id=id, name=name, arguments={}, raw_arguments=raw_arguments)
+            return cls(id=id, name=name, arguments={}, raw_arguments=kept)
         error: str | None = None
         try:
             # Strict JSON: Python's reader takes NaN and Infinity (and 1e400 as infinity),
@@ -113,17 +117,12 @@ class ToolCall:
         else:
             if not isinstance(parsed, dict):
                 error = f"Tool arguments must be a JSON object, got {type(parsed).__name__}"
-            elif _has_nul(parsed):
+            elif problem := unstorable(parsed):
                 # Neither text nor jsonb can hold it: the arguments could not even be recorded.
-                error = (
-                    "Tool arguments contain a NUL character (\\u0000), which cannot be "
-                    "stored; send them without it"
-                )
+                error = f"Tool arguments cannot be stored: {problem.rstrip('.')}"
             else:
-                return cls(id=id, name=name, arguments=parsed, raw_arguments=raw_arguments)
-        return cls(
-            id=id, name=name, arguments={}, raw_arguments=raw_arguments, arguments_error=error
-        )
+                return cls(id=id, name=name, arguments=parsed, raw_arguments=kept)
+        return cls(id=id, name=name, arguments={}, raw_arguments=kept, arguments_error=error)
 
     def to_dict(self) -> ToolCallDict:
         return {
@@ -147,16 +146,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{text} is too large a number")
     return value
-
-
-def _has_nul(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(item) for item in value)
-    return False
 
 
 def new_tool_call_id() -> str:
@@ -268,10 +257,12 @@ class Completion:
     attempts: int = 1
 
     def __post_init__(self) -> None:
-        # A NUL in the text would fail the write of the reply (text and jsonb cannot hold it)
-        # and with it the run: replaced, as a decoder shows what it cannot read.
-        if "\x00" in self.text:
-            object.__setattr__(self, "text", storable_text(self.text))
+        # A NUL or an unpaired surrogate in the text would fail the write of the reply (text
+        # and jsonb cannot hold them) and with it the run: replaced, as a decoder shows what it
+        # cannot read.
+        text = storable_text(self.text)
+        if text is not self.text:
+            object.__setattr__(self, "text", text)
 
     def to_message(self) -> Message:
         """The assistant turn to append to the conversation before running the tools."""

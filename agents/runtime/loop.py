@@ -34,7 +34,7 @@ from agents.llm import (
     get_provider,
 )
 from agents.llm.types import unique_call_id
-from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
+from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, StepType, StopReason
 from agents.runtime import store
 from agents.runtime.context import (
     ConfigSnapshot,
@@ -59,6 +59,8 @@ logger = logging.getLogger(__name__)
 
 # Created with each act step's transaction; the tool handler's writes roll back to it on failure.
 TOOL_SAVEPOINT = "agentdesk_tool"
+# A step's model column; a server may name its model at any length (a local file path).
+MODEL_NAME_MAX = ExecutionStep._meta.get_field("model").max_length or 100
 # Rough size of a token, to estimate a call's input for the budget reservation.
 CHARS_PER_TOKEN = 4
 
@@ -109,6 +111,7 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
         # for the reaper to retry forever. If even that fails (database down), the lease
         # expires and the reaper retries the run later.
         logger.exception("execution %s failed unexpectedly", execution.id)
+        run.reload()
         return run.end_with_error(f"Internal error: {type(exc).__name__}: {exc}")
 
 
@@ -315,7 +318,7 @@ class _Run:
                 StepType.THINK,
                 reasoning=completion.text if not final else "",
                 output_text=completion.text if final else "",
-                model=completion.model,
+                model=completion.model[:MODEL_NAME_MAX],
                 llm_response=think_payload(
                     reply,
                     stop_reason=completion.stop_reason,
@@ -472,6 +475,13 @@ class _Run:
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=Decimal(0)
                 )
+
+    def reload(self) -> None:
+        """The execution as committed. A step whose transaction failed had already changed the
+        object (its status, counters, step number: a final answer had set it completed), and
+        the run must end from what the database holds, not from what was rolled back."""
+        with tenancy.agency_context(self.execution.agency_id):
+            self.execution.refresh_from_db()
 
     def end_with_error(self, error: str) -> str:
         return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=error[:4000])

@@ -9,7 +9,6 @@ characters, unpaired surrogates, non-finite numbers (``1e999`` parses as infinit
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,8 +17,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from core.api.exceptions import PayloadTooLarge
-
-MAX_DEPTH = 32
+from core.storable import MAX_DEPTH, unstorable
 
 
 def _content_length(parser_context: Mapping[str, Any] | None) -> int:
@@ -29,30 +27,6 @@ def _content_length(parser_context: Mapping[str, Any] | None) -> int:
         return int(meta.get("CONTENT_LENGTH") or 0)
     except (TypeError, ValueError):
         return 0
-
-
-def unstorable(value: Any) -> str | None:
-    """Why ``value`` (parsed JSON) cannot be stored as text/jsonb, or None when it can."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return f"JSON nested deeper than {MAX_DEPTH} levels is not accepted."
-        if isinstance(item, dict):
-            stack.extend((key, depth + 1) for key in item)
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-        elif isinstance(item, str):
-            if "\x00" in item:
-                return "Text containing NUL characters (\\u0000) cannot be stored."
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "Text containing unpaired UTF-16 surrogates cannot be stored."
-        elif isinstance(item, float) and not math.isfinite(item):
-            return "Numbers must be finite."
-    return None
 
 
 class BoundedJSONParser(JSONParser):

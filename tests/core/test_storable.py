@@ -18,6 +18,8 @@ def test_nul_becomes_the_replacement_character_and_non_finite_numbers_null() -> 
         "b": {"c": None},
     }
     assert storable_text("plain") == "plain"
+    assert storable_text("a\ud800b\udfff") == "a\ufffdb\ufffd"  # unpaired surrogates
+    assert storable_text("caf\u00e9 \U0001f600") == "caf\u00e9 \U0001f600"  # real characters stay
 
 
 @pytest.mark.django_db

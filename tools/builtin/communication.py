@@ -36,9 +36,11 @@ BODY_MAX_CHARS = 100_000
 MESSAGE_MAX_CHARS = 2_000
 NOTIFICATION_LEVELS = ("info", "success", "warning", "error")
 _MSGID_LOCAL = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,200}$")  # RFC 5322 dot-atom text
-# Control characters a Subject header cannot carry (tab folds harmlessly). CR/LF would inject
-# headers: Django's mail API refuses them, but only at delivery, after the model was told "queued".
-_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Control characters a Subject header cannot carry (tab folds harmlessly), and every other line
+# break Python's str.splitlines() knows (NEL, the Unicode line and paragraph separators). CR/LF
+# would inject headers: Django's mail API refuses all of them, but only at delivery, after the
+# model was told "queued".
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
 
 
 def message_id_for(idempotency_key: str) -> str:

@@ -34,8 +34,9 @@ def test_tool_call_with_empty_arguments_means_no_arguments() -> None:
         ('{"n": NaN}', "NaN is not a JSON value"),
         ('{"n": [-Infinity]}', "-Infinity is not a JSON value"),
         ('{"n": 1e400}', "too large a number"),
-        ('{"note": "a\\u0000b"}', "NUL character"),
-        ('{"a\\u0000": 1}', "NUL character"),
+        ('{"note": "a\\u0000b"}', "NUL characters"),
+        ('{"a\\u0000": 1}', "NUL characters"),
+        ('{"note": "a\\ud800b"}', "unpaired UTF-16 surrogates"),
     ],
 )
 def test_tool_call_keeps_bad_arguments_with_an_error(raw: str, error: str) -> None:
@@ -124,3 +125,17 @@ def test_backoff_prefers_retry_after_capped_then_doubles_up_to_the_max() -> None
     assert 0.75 <= backoff_delay(config, attempt=1, retry_after=None) <= 1.0
     assert 1.5 <= backoff_delay(config, attempt=2, retry_after=None) <= 2.0
     assert 2.25 <= backoff_delay(config, attempt=5, retry_after=None) <= 3.0
+
+
+def test_a_tool_call_keeps_what_cannot_be_stored_only_as_replacement_characters() -> None:
+    # A literal NUL in the text is not JSON (an error for the model), and the text is kept for
+    # the reply's record with U+FFFD in its place, as are the name's and the id's.
+    call = ToolCall.from_raw(id="c\x00", name="crm\x00note", raw_arguments='{"a": "x\x00y"}')
+
+    assert call.arguments_error is not None
+    assert "not valid JSON" in call.arguments_error
+    assert (call.id, call.name, call.raw_arguments) == (
+        "c\ufffd",
+        "crm\ufffdnote",
+        '{"a": "x\ufffdy"}',
+    )

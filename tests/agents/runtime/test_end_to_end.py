@@ -12,6 +12,7 @@ import pytest
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import (
+    RawReply,
     Reply,
     ScriptedToolCall,
     by_turn,
@@ -190,6 +191,89 @@ def test_what_postgresql_cannot_store_does_not_end_the_run(
         assert not Note.objects.filter(contact=contact).exists()
         errors = list(ToolCall.objects.filter(execution=execution).values_list("error_code"))
     assert errors == [("invalid_arguments",), ("invalid_arguments",)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nul_and_lone_surrogates_anywhere_in_a_reply_do_not_end_the_run(
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(kind)
+    contact = _contact(agent)
+    surrogate = f'{{"contact_id": "{contact.id}", "content": "a\\ud800b"}}'  # JSON's escape
+    fake_llm_server.set_responder(
+        by_turn(
+            # A literal NUL inside the JSON text: not JSON, and the raw text is kept.
+            Reply(tool_calls=(ScriptedToolCall("crm_add_note", '{"content": "a\x00b"}'),)),
+            Reply(tool_calls=(ScriptedToolCall("crm_add_note", surrogate),)),
+            text_reply("Done\ud800."),
+        ),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    assert execution.output == "Done\ufffd."
+    told = _tool_results(fake_llm_server, agent.llm_model)
+    assert "not valid JSON" in told[1]
+    assert "surrogates" in told[2]
+    with tenancy.agency_context(agent.agency_id):
+        assert not Note.objects.filter(contact=contact).exists()
+
+
+def test_a_step_that_cannot_be_written_ends_the_run_failed_not_stuck(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    # A broken server's token count overflows the step's column: the final answer's write
+    # fails after it had marked the run completed in memory. The run must end from what was
+    # committed (failed, with the error), not hang as "running" until its lease runs out.
+    agent = make_agent("openai")
+    fake_llm_server.set_responder(
+        by_turn(text_reply("Done.", input_tokens=2**40)), key=agent.llm_model
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.FAILED
+    assert execution.error.startswith("Internal error: DataError")
+    assert len(fake_llm_server.requests_for(agent.llm_model)) == 1  # not asked again
+
+
+def test_a_model_name_longer_than_the_step_column_is_cut(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    # llama.cpp's server, for one, names the model by its file path.
+    agent = make_agent("openai")
+    name = "/models/" + "x" * 200 + ".gguf"
+    fake_llm_server.set_responder(
+        by_turn(
+            RawReply(
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": name,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": "Done."},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+                }
+            )
+        ),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent))
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    with tenancy.agency_context(agent.agency_id):
+        models = list(execution.steps.filter(step_type=StepType.THINK).values_list("model"))
+    assert models == [(name[:100],)]
 
 
 @pytest.mark.parametrize("kind", KINDS)

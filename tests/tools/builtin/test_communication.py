@@ -283,7 +283,19 @@ def test_the_sweeper_task_uses_the_configured_delay(
 
 
 @pytest.mark.parametrize("tool", ["email_send", "email_draft"])
-@pytest.mark.parametrize("subject", ["Hi\r\nBcc: x@example.com", "Hi\nthere", "Hi\x00", "Bell\x07"])
+@pytest.mark.parametrize(
+    "subject",
+    [
+        "Hi\r\nBcc: x@example.com",
+        "Hi\nthere",
+        "Hi\x00",
+        "Bell\x07",
+        # Line breaks only Unicode knows: Python's mail headers split on them too.
+        "Hi\x85there",
+        "Hi\u2028there",
+        "Hi\u2029there",
+    ],
+)
 def test_email_tools_refuse_control_characters_in_the_subject_and_store_nothing(
     ctx: ToolContext, mailoutbox: list[mail.EmailMessage], tool: str, subject: str
 ) -> None:
