@@ -181,10 +181,11 @@ def _events_to_dispatch_again(now: datetime.datetime) -> list[tuple[uuid.UUID, u
     per period, not one per tick. Dispatch takes the event's row lock and starts nothing for an
     event already processed, so a message sent twice starts its agents once."""
     since = now - datetime.timedelta(seconds=settings.AGENTDESK_EVENT_REDISPATCH_SECONDS)
+    oldest = now - datetime.timedelta(seconds=settings.AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS)
     with tenancy.platform_context():
         events = list(
             Event.objects.select_for_update(skip_locked=True)
-            .filter(processed_at__isnull=True, updated_at__lt=since)
+            .filter(processed_at__isnull=True, updated_at__lt=since, created_at__gte=oldest)
             .order_by("created_at")  # the partial index core_event_unprocessed_idx
             .values_list("id", "agency_id")[:REAPER_BATCH]
         )

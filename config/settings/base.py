@@ -211,6 +211,11 @@ AGENTDESK_PENDING_REDELIVER_SECONDS = env.int("AGENTDESK_PENDING_REDELIVER_SECON
 # the emit, worker lost before the dispatch committed): the reaper sends it again, once per period
 # (dispatch is idempotent: an event already processed starts nothing).
 AGENTDESK_EVENT_REDISPATCH_SECONDS = env.int("AGENTDESK_EVENT_REDISPATCH_SECONDS", default=120)
+# ...but not once it is this old: its moment has passed, and events left unprocessed by an older
+# version (which did not mark events without subscribers) must not start agents now.
+AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS = env.int(
+    "AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS", default=86400
+)
 AGENTDESK_LLM_TIMEOUT_SECONDS = env.float("AGENTDESK_LLM_TIMEOUT_SECONDS", default=60.0)
 # SDK clients (HTTP connection pools) per provider configuration and process; threads share them.
 AGENTDESK_LLM_CLIENTS = env.int("AGENTDESK_LLM_CLIENTS", default=8)

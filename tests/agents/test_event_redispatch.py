@@ -202,9 +202,9 @@ def test_the_oldest_lost_events_go_first_a_batch_per_tick(
     agency = _subscribed_agency()
     events = [_emit(agency) for _ in range(3)]
     monkeypatch.undo()
-    # Older than anything else in this test database, oldest first: events[2], [1], [0].
-    for days_ago, event in zip((1000, 2000, 3000), events, strict=True):
-        _unprocessed_for(event, REDISPATCH_SECONDS + 5, created_days_ago=days_ago)
+    # Older than anything else this test session wrote, within a day: events[2], [1], [0].
+    for hours_ago, event in zip((6, 12, 18), events, strict=True):
+        _unprocessed_for(event, REDISPATCH_SECONDS + 5 + hours_ago * 3600)
     monkeypatch.setattr(tasks, "REAPER_BATCH", 2)
     reap_expired_leases()
     assert [event_id for event_id, _ in published] == [str(events[2].id), str(events[1].id)]
@@ -212,3 +212,18 @@ def test_the_oldest_lost_events_go_first_a_batch_per_tick(
     published.clear()
     reap_expired_leases()  # the two sent are not due again yet; the third one's turn
     assert [event_id for event_id, _ in published] == [str(events[0].id)]
+
+
+def test_an_event_older_than_the_maximum_age_is_not_dispatched_again(
+    broker_down: None,
+    monkeypatch: pytest.MonkeyPatch,
+    published: list[tuple[str, dict[str, Any]]],
+    settings: Settings,
+) -> None:
+    # E.g. one an older version left unprocessed: an agent subscribed since must not start now.
+    settings.AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS = 86400
+    event = _emit(_subscribed_agency())
+    monkeypatch.undo()
+    _unprocessed_for(event, REDISPATCH_SECONDS + 5, created_days_ago=2)
+    reap_expired_leases()
+    assert _sent_for(published, event) == 0
