@@ -110,7 +110,8 @@ class LLMProviderForm(forms.ModelForm[LLMProvider]):
         cleaned: dict[str, Any] = super().clean() or {}
         if cleaned.get("api_key") and cleaned.get("clear_api_key"):
             self.add_error("clear_api_key", "Either enter a new key or remove the stored one.")
-        moved = {"api_endpoint", "provider_name"} & set(self.changed_data)
+        # (The agency too: a superuser may move a row to another agency.)
+        moved = {"api_endpoint", "provider_name", "agency"} & set(self.changed_data)
         keeps_key = not cleaned.get("api_key") and not cleaned.get("clear_api_key")
         if moved and keeps_key and self.instance.has_api_key:
             # A stored key goes only where it was entered for: whoever points the row at

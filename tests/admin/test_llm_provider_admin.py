@@ -156,3 +156,15 @@ def test_pointing_a_row_elsewhere_needs_its_key_entered_again(
         == 302
     )
     assert reload(provider).get_api_key() == NEW_KEY
+
+
+def test_a_superuser_moving_a_row_to_another_agency_enters_its_key_again(
+    agency: Agency, other_agency: Agency, superuser: User, login: Callable[[User], Client]
+) -> None:
+    provider = LLMProviderFactory.create(agency=agency, api_key=RAW_API_KEY)
+    response = login(superuser).post(
+        change_url(provider), provider_form(agency=str(other_agency.pk))
+    )
+    assert response.status_code == 200
+    assert "enter the API key for it again" in response.content.decode()
+    assert reload(provider).agency_id == agency.pk
