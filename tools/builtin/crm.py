@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q, Value
-from django.db.models.functions import Lower
+from django.db.models import Q
 
 from crm.models import Contact, ContactSource, ContactStatus, Note, NoteKind, Task, TaskPriority
 from tools.builtin import _args
@@ -78,22 +77,23 @@ def _email(args: dict[str, Any], name: str = "email") -> str:
     return address
 
 
-def _duplicate(ctx: ToolContext, email: str, *, exclude: Any = None) -> Contact | None:
-    """The agency's contact whose e-mail the unique constraint counts as ``email``.
+# Compared as the unique constraint compares, lower() on both sides: ``iexact`` uses upper(),
+# which differs for some characters (the Kelvin sign lower-cases to "k" but upper-cases to
+# itself), so it could miss a row the insert then collides with. The literal ``email <> ''``
+# lets PostgreSQL use the constraint's partial index even in a generic (prepared) plan. Written
+# out once: the ORM compiled this query in ~0.5 ms, on every crm_get_contact by e-mail.
+_DUPLICATE_SQL = (
+    f"SELECT * FROM {Contact._meta.db_table}"  # noqa: S608 - a constant table name
+    " WHERE agency_id = %s AND email <> '' AND lower(email) = lower(%s)"
+    " AND id IS DISTINCT FROM %s::uuid LIMIT 1"
+)
 
-    Compared as the constraint compares, ``lower(email) = lower(%s)`` in SQL: ``iexact`` uses
-    ``upper()``, which differs for some characters (the Kelvin sign lower-cases to "k" but
-    upper-cases to itself), so it could miss a row the insert then collides with. The
-    ``email <> ''`` term lets PostgreSQL use the constraint's partial index.
-    """
-    queryset = (
-        Contact.objects.alias(email_lower=Lower("email"))
-        .filter(agency_id=ctx.agency_id, email_lower=Lower(Value(email)))
-        .exclude(email="")
-    )
-    if exclude is not None:
-        queryset = queryset.exclude(id=exclude)
-    return queryset.first()
+
+def _duplicate(ctx: ToolContext, email: str, *, exclude: Any = None) -> Contact | None:
+    """The agency's contact whose e-mail the unique constraint counts as ``email`` (other than
+    ``exclude``)."""
+    found = list(Contact.objects.raw(_DUPLICATE_SQL, [ctx.agency_id, email, exclude]))
+    return found[0] if found else None
 
 
 def _duplicate_error(existing: Contact) -> ToolError:
