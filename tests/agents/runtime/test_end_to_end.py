@@ -161,65 +161,48 @@ def test_bad_tool_arguments_return_an_error_the_model_recovers_from(
     ]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_what_postgresql_cannot_store_does_not_end_the_run(
-    kind: str,
-    make_agent: Callable[..., Agent],
-    fake_llm_server: FakeProviderServer,
-    celery_worker: Worker,
-) -> None:
-    # NaN (which Python's JSON reader accepts) and NUL are refused by jsonb and text: arguments
-    # carrying them are an error the model sees, a reply's NUL is replaced.
-    agent = make_agent(kind)
-    contact = _contact(agent)
-    nan = f'{{"contact_id": "{contact.id}", "content": NaN}}'
-    fake_llm_server.set_responder(
-        by_turn(
+def _unstorable_turns(contact: Contact, scenario: str) -> tuple[list[Any], list[str]]:
+    """Replies carrying what jsonb and text refuse, and what the model must be told of each."""
+    if scenario == "nan and nul":  # NaN: Python's JSON reader takes it, JSON has no such value
+        nan = f'{{"contact_id": "{contact.id}", "content": NaN}}'
+        return [
             Reply(tool_calls=(ScriptedToolCall("crm_add_note", nan),)),
             tool_call_reply("crm_add_note", {"contact_id": str(contact.id), "content": "a\x00b"}),
             text_reply("Done\x00."),
-        ),
-        key=agent.llm_model,
-    )
-    execution = wait_for(_start(agent))
-    assert execution.status == ExecutionStatus.COMPLETED, execution.error
-    assert execution.output == "Done\ufffd."
-    told = _tool_results(fake_llm_server, agent.llm_model)
-    assert "NaN" in told[1]
-    assert "NUL" in told[2]
-    with tenancy.agency_context(agent.agency_id):
-        assert not Note.objects.filter(contact=contact).exists()
-        errors = list(ToolCall.objects.filter(execution=execution).values_list("error_code"))
-    assert errors == [("invalid_arguments",), ("invalid_arguments",)]
+        ], ["NaN", "NUL"]
+    surrogate = f'{{"contact_id": "{contact.id}", "content": "a\\ud800b"}}'  # JSON's escape
+    return [
+        # A literal NUL inside the JSON text: not JSON, and the raw text is kept.
+        Reply(tool_calls=(ScriptedToolCall("crm_add_note", '{"content": "a\x00b"}'),)),
+        Reply(tool_calls=(ScriptedToolCall("crm_add_note", surrogate),)),
+        text_reply("Done\ud800."),
+    ], ["not valid JSON", "surrogates"]
 
 
+@pytest.mark.parametrize("scenario", ["nan and nul", "raw nul and lone surrogates"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_nul_and_lone_surrogates_anywhere_in_a_reply_do_not_end_the_run(
+def test_what_postgresql_cannot_store_does_not_end_the_run(
     kind: str,
+    scenario: str,
     make_agent: Callable[..., Agent],
     fake_llm_server: FakeProviderServer,
     celery_worker: Worker,
 ) -> None:
+    # Arguments carrying it are an error the model sees and can correct; a reply's text keeps
+    # U+FFFD in its place.
     agent = make_agent(kind)
     contact = _contact(agent)
-    surrogate = f'{{"contact_id": "{contact.id}", "content": "a\\ud800b"}}'  # JSON's escape
-    fake_llm_server.set_responder(
-        by_turn(
-            # A literal NUL inside the JSON text: not JSON, and the raw text is kept.
-            Reply(tool_calls=(ScriptedToolCall("crm_add_note", '{"content": "a\x00b"}'),)),
-            Reply(tool_calls=(ScriptedToolCall("crm_add_note", surrogate),)),
-            text_reply("Done\ud800."),
-        ),
-        key=agent.llm_model,
-    )
+    turns, errors = _unstorable_turns(contact, scenario)
+    fake_llm_server.set_responder(by_turn(*turns), key=agent.llm_model)
     execution = wait_for(_start(agent))
     assert execution.status == ExecutionStatus.COMPLETED, execution.error
     assert execution.output == "Done\ufffd."
     told = _tool_results(fake_llm_server, agent.llm_model)
-    assert "not valid JSON" in told[1]
-    assert "surrogates" in told[2]
+    assert [error in told[n] for n, error in enumerate(errors, start=1)] == [True, True]
     with tenancy.agency_context(agent.agency_id):
         assert not Note.objects.filter(contact=contact).exists()
+        codes = list(ToolCall.objects.filter(execution=execution).values_list("error_code"))
+    assert codes == [("invalid_arguments",), ("invalid_arguments",)]
 
 
 def test_a_step_that_cannot_be_written_ends_the_run_failed_not_stuck(
