@@ -9,30 +9,20 @@ from typing import Any
 
 from celery import Task, shared_task
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.models import (
-    Agent,
-    Execution,
-    ExecutionStatus,
-    SkipReason,
-    TriggerLog,
-    TriggerOutcome,
-    TriggerType,
-)
+from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime.loop import run_execution as run_loop
-from agents.services import event_dispatch, execution_create, execution_resume
-from core import fastdb, tenancy
+from agents.services import event_dispatch, execution_create_for_tick, execution_resume
+from core import tenancy
+from core.events import send_dispatch
 from core.models import Event
 from core.tenancy import TenantTask
 
 logger = logging.getLogger(__name__)
 # Rows of each kind the reaper handles per tick; the rest wait for the next tick.
 REAPER_BATCH = 500
-# The unique index (migration agents 0011) that lets a cron tick start one run only.
-TICK_INDEX = "agents_triggerlog_schedule_tick_uniq"
 
 
 @shared_task(name="agents.run_execution", ignore_result=True)
@@ -62,49 +52,8 @@ def run_scheduled(self: Task[Any, Any], agent_id: str) -> str | None:
     agent = Agent.objects.filter(pk=agent_id).first()
     if agent is None:
         return None
-    tick_id = self.request.id  # None only when called directly, not through Celery
-    trigger_data: dict[str, Any] = {"schedule": agent.trigger_schedule}
-    if tick_id:
-        trigger_data["tick_id"] = tick_id
-    try:
-        # A savepoint: on a repeated tick its writes (and the run's enqueue) are undone.
-        with transaction.atomic():
-            execution = execution_create(
-                agent=agent, trigger_type=TriggerType.SCHEDULE, trigger_data=trigger_data
-            )
-    except IntegrityError as exc:
-        if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None) != TICK_INDEX:
-            raise
-        _log_repeated_tick(agent, trigger_data)
-        return None
+    execution = execution_create_for_tick(agent, tick_id=self.request.id)
     return str(execution.id) if execution else None
-
-
-def _log_repeated_tick(agent: Agent, trigger_data: dict[str, Any]) -> None:
-    # Written here rather than by a service in agents/services/executions.py (the writer of
-    # trigger logs) only because that module was being changed by someone else at the time.
-    tick_id = trigger_data["tick_id"]
-    first = (
-        TriggerLog.objects.filter(
-            agent=agent, outcome=TriggerOutcome.INVOKED, payload__contains={"tick_id": tick_id}
-        )
-        .values_list("execution_id", flat=True)
-        .first()
-    )
-    logger.warning("agent %s: cron tick %s delivered again, not run twice", agent.id, tick_id)
-    fastdb.insert(
-        TriggerLog(
-            agency_id=agent.agency_id,
-            agent=agent,
-            site_id=agent.site_id,
-            trigger_type=TriggerType.SCHEDULE,
-            event_type=TriggerType.SCHEDULE,
-            payload=trigger_data,
-            outcome=TriggerOutcome.SKIPPED,
-            skip_reason=SkipReason.DUPLICATE,
-            skip_detail=f"cron tick {tick_id} was delivered again; it started run {first}",
-        )
-    )
 
 
 @shared_task(name="agents.reap_expired_leases", ignore_result=True)
@@ -165,11 +114,7 @@ def reap_expired_leases() -> int:
             )
     for event_id, agency_id in undispatched:
         logger.warning("event %s: still unprocessed, dispatching it again", event_id)
-        # By name, as the emit sends it: apply_async would check the arguments against the
-        # function, which takes its agency_id through TenantTask.
-        dispatch_event.app.send_task(
-            dispatch_event.name, args=[str(event_id)], kwargs={"agency_id": str(agency_id)}
-        )
+        send_dispatch(event_id, agency_id)
     return len(stale) + len(lost) + len(due) + len(undispatched)
 
 

@@ -97,7 +97,7 @@ def event_emit(
         # Robust: the event is committed by then, so an error sending its dispatch must not
         # fail the caller (an API client would get a 500 for a recorded event); the reaper
         # dispatches it.
-        transaction.on_commit(lambda: _dispatch(event.id, agency_id), robust=True)
+        transaction.on_commit(lambda: send_dispatch(event.id, agency_id), robust=True)
     return event
 
 
@@ -123,15 +123,17 @@ def _has_subscribers(agency_id: uuid.UUID, event_type: str) -> bool:
     return bool(row and row[0])
 
 
-def _dispatch(event_id: uuid.UUID, agency_id: uuid.UUID) -> None:
+def send_dispatch(event_id: uuid.UUID, agency_id: uuid.UUID) -> None:
+    """Ask a worker to dispatch the event (after its commit, or again from beat's reaper). A
+    broker that refuses the message is logged, not raised: the reaper sends it again later."""
     from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
 
     try:
         app.send_task(DISPATCH_TASK, args=[str(event_id)], kwargs={"agency_id": str(agency_id)})
     except OperationalError as exc:  # the broker is unreachable (Celery's wrapping of it)
         logger.warning(
-            "event %s: its dispatch could not be sent (%s); beat's reaper sends it once it has "
-            "been unprocessed for AGENTDESK_EVENT_REDISPATCH_SECONDS",
+            "event %s: its dispatch could not be sent (%s); beat's reaper sends it again once "
+            "it has been unprocessed for AGENTDESK_EVENT_REDISPATCH_SECONDS",
             event_id,
             exc,
         )

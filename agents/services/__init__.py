@@ -18,6 +18,7 @@ from agents.services.executions import (
     event_dispatch,
     execution_cancel,
     execution_create,
+    execution_create_for_tick,
     execution_resume,
     skipped_trigger,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "event_dispatch",
     "execution_cancel",
     "execution_create",
+    "execution_create_for_tick",
     "execution_resume",
     "skipped_trigger",
     "validate_agent_fields",

@@ -6,7 +6,7 @@ import logging
 import uuid
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 from django.utils import timezone
 
@@ -178,6 +178,50 @@ def execution_create(
     fastdb.insert_together(execution, *rows, log)  # one round trip
     enqueue_execution(execution, queue=queue)
     return execution
+
+
+# The unique index (migration agents 0011) that lets a cron tick start one run only.
+TICK_INDEX = "agents_triggerlog_schedule_tick_uniq"
+
+
+def execution_create_for_tick(agent: Agent, *, tick_id: str | None) -> Execution | None:
+    """A scheduled run for one cron tick (``tick_id``: the tick message's Celery task id, which a
+    re-delivered message keeps). A unique index on the trigger log admits one invoked trigger per
+    agent and tick: a second delivery of the tick starts nothing and logs a ``duplicate`` skip.
+    Precondition: in the agent's agency context."""
+    trigger_data: dict[str, Any] = {"schedule": agent.trigger_schedule}
+    if tick_id:  # None only when called directly, not through Celery
+        trigger_data["tick_id"] = tick_id
+    try:
+        # A savepoint: on a repeated tick its writes (and the run's enqueue) are undone.
+        with transaction.atomic():
+            return execution_create(
+                agent=agent, trigger_type=TriggerType.SCHEDULE, trigger_data=trigger_data
+            )
+    except IntegrityError as exc:
+        if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None) != TICK_INDEX:
+            raise
+    first = (
+        TriggerLog.objects.filter(
+            agent=agent, outcome=TriggerOutcome.INVOKED, payload__contains={"tick_id": tick_id}
+        )
+        .values_list("execution_id", flat=True)
+        .first()
+    )
+    logger.warning("agent %s: cron tick %s delivered again, not run twice", agent.id, tick_id)
+    log = _trigger_log(
+        agent,
+        trigger_type=TriggerType.SCHEDULE,
+        event_type=TriggerType.SCHEDULE,
+        trigger_event=None,
+        payload=trigger_data,
+    )
+    _log_skip(
+        log,
+        SkipReason.DUPLICATE,
+        f"cron tick {tick_id} was delivered again; it started run {first}",
+    )
+    return None
 
 
 def skipped_trigger(agent: Agent) -> TriggerLog | None:
