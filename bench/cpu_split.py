@@ -30,33 +30,45 @@ from contextlib import contextmanager
 from typing import Any
 
 from agents.llm import base as llm_base
-from agents.runtime import store
+from agents.runtime import loop, store
 from agents.runtime.loop import run_execution
 from bench import common
-from core import realtime
+from core import fastdb, realtime
 from tools import executor
 
-# The parts timed on the run's thread: (owner, attribute, part). Not nested in one another.
+# The parts timed on the run's thread: (owner, attribute, part). A part's time excludes the
+# parts timed inside it: the model call runs the runtime's before-send hook (loop._Run.
+# _before_request: collecting the last tool result's commit, a write, then the runtime's own
+# checks), which is not the model call's CPU.
 PARTS = (
     (llm_base.Provider, "complete", "model_call"),
+    (loop._Run, "_before_request", "runtime_in_model_call"),
     (executor, "_run_handler", "tool_handler"),
     (store.StepTransaction, "save", "writes"),
+    (fastdb, "send_with_commit", "writes"),
+    (store._CommitInFlight, "settle", "writes"),
 )
+REPORTED = ("model_call", "tool_handler", "writes")
 
 
 @contextmanager
 def _thread_cpu_timers(totals: dict[str, float]) -> Iterator[None]:
-    """Add each part's thread-CPU seconds to ``totals`` while the block runs."""
+    """Add each part's thread-CPU seconds (without its timed inner parts) to ``totals``."""
     originals: list[tuple[Any, str, Callable[..., Any]]] = []
+    inner: list[float] = []  # per active part: the CPU its timed inner parts took so far
     for owner, name, part in PARTS:
         original = getattr(owner, name)
 
         def timed(*args: Any, __original: Any = original, __part: str = part, **kwargs: Any) -> Any:
             started = time.thread_time()
+            inner.append(0.0)
             try:
                 return __original(*args, **kwargs)
             finally:
-                totals[__part] += time.thread_time() - started
+                spent = time.thread_time() - started
+                totals[__part] += spent - inner.pop()
+                if inner:
+                    inner[-1] += spent
 
         originals.append((owner, name, original))
         setattr(owner, name, functools.wraps(original)(timed))
@@ -78,7 +90,7 @@ def run_once(server: Any, iterations: int) -> dict[str, float]:
         thread_total = time.thread_time() - thread_started
         realtime.flush()
     used = meter.cpu_seconds()
-    parts = {part: totals[part] for _, _, part in PARTS}
+    parts = {part: totals[part] for part in REPORTED}
     seconds = {
         **parts,
         "runtime": thread_total - sum(parts.values()),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+from contextlib import ExitStack
 from functools import cache
 from typing import Any
 
@@ -138,3 +139,45 @@ def execute_raw(
             if commit:
                 raw.execute("COMMIT")
         return cursor.fetchone() if cursor.description else None
+
+
+class SentCommit:
+    """A statement and the COMMIT of its transaction, sent and executing on the server while
+    the caller goes on (:func:`send_with_commit`); :meth:`result` waits for them. Until then
+    the connection's pipeline stays open and nothing else may use the connection."""
+
+    def __init__(self, using: str, pipeline: ExitStack, cursor: psycopg.RawCursor[Any]) -> None:
+        self._using = using
+        self._pipeline = pipeline
+        self._cursor = cursor
+
+    def result(self) -> Any:
+        """The statement's first row, once the COMMIT is done; raises what either raised."""
+        connection = connections[self._using]
+        try:
+            with connection.wrap_database_errors:
+                self._pipeline.close()  # Sync: the results come back, errors are raised
+                return self._cursor.fetchone() if self._cursor.description else None
+        finally:
+            self._cursor.close()
+
+
+def send_with_commit(statement: str, values: list[Any], *, using: str = "default") -> SentCommit:
+    """Send a :func:`numbered` statement and COMMIT its transaction (the caller's outermost) in
+    pipeline mode, without waiting: PostgreSQL runs both, the durable flush included, while the
+    caller works; :meth:`SentCommit.result` collects the outcome. Led by a deferred tenant
+    block's settings if they are still to be sent, like :func:`execute_raw`."""
+    connection = connections[using]
+    connection.ensure_connection()
+    cursor = psycopg.RawCursor(connection.connection)
+    pipeline = ExitStack()
+    try:
+        with connection.wrap_database_errors:
+            raw = pipeline.enter_context(tenancy.pipeline(using))
+            cursor.execute(statement, values)
+            raw.execute("COMMIT")
+    except BaseException as exc:
+        pipeline.__exit__(type(exc), exc, exc.__traceback__)  # ends the pipeline, keeps `exc`
+        cursor.close()
+        raise
+    return SentCommit(using, pipeline, cursor)

@@ -27,6 +27,8 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from psycopg.pq import PipelineStatus, TransactionStatus
 
+from core import in_flight
+
 
 @dataclass(frozen=True)
 class TenantContext:
@@ -183,6 +185,7 @@ def tenant_context(
     ``defer`` (an outermost block only): send the settings and ``then`` with the block's first
     query through Django's cursor, one round trip fewer (the runtime's step transactions).
     """
+    in_flight.settle()  # a commit still in flight on this connection comes first
     context = TenantContext(
         agency_id=uuid.UUID(str(agency_id)) if agency_id else None,
         all_agencies=all_agencies,
@@ -192,7 +195,9 @@ def tenant_context(
     token = _current.set(context)
     nested = connections[using].in_atomic_block
     try:
-        with transaction.atomic(using=using):
+        # savepoint only when nested: an outermost block in Django's manual transaction mode
+        # (the runtime's steps whose COMMIT stays in flight) would otherwise open with one.
+        with transaction.atomic(using=using, savepoint=nested):
             if defer and not nested:
                 connection = connections[using]
                 deferred = _SettingsWithFirstQuery(connection, _settings(context), then)
@@ -243,6 +248,7 @@ def run_in_one_round_trip(
     settings end with it). If the statement fails nothing is committed and the error is raised.
     Precondition: outside any transaction.
     """
+    in_flight.settle()
     connection = connections[using]
     if connection.in_atomic_block:
         raise RuntimeError("run_in_one_round_trip() needs the connection outside a transaction")

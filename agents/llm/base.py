@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
+from agents.llm.before_send import before_send as gate_before_send
+from agents.llm.before_send import hook_seconds
 from agents.llm.deadline import call_deadline
 from agents.llm.endpoints import refusal
 from agents.llm.errors import LLMConfigurationError, LLMDeadlineExceeded, LLMError
@@ -61,8 +63,10 @@ class Provider(ABC):
         temperature: float | None = None,
         max_tokens: int | None = None,
         timeout: float | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> Completion:
-        """One model turn with the tools offered. Raises only `LLMError` subclasses.
+        """One model turn with the tools offered. Raises only `LLMError` subclasses, or what
+        ``before_send`` raised.
 
         ``timeout``: the seconds the caller has left for the call, retries and backoff
         included: each attempt's HTTP timeouts (connect, each read) are shortened to the time
@@ -70,19 +74,25 @@ class Provider(ABC):
         with `LLMDeadlineExceeded`. On an agency's own endpoint every network operation is
         also cut at the limit (:mod:`agents.llm.deadline`), so not even a server that keeps
         sending a byte now and then can stretch a call past it.
+
+        ``before_send``: run once, on this thread, when the first request is built and before
+        it goes out (:mod:`agents.llm.before_send`); what it raises ends the call unchanged.
         """
         request = self._request(messages, tools, model, temperature, max_tokens, timeout=timeout)
         attempt = 1
-        while True:
-            try:
-                with call_deadline(request.deadline):
-                    return self._complete_once(request, attempt)
-            except Exception as exc:
-                error = self._error_for(exc)
-                if error is None:
-                    raise
-                self._retry_or_raise(error, exc, attempt, request)
-            attempt += 1
+        with gate_before_send(before_send) as gate:
+            while True:
+                try:
+                    with call_deadline(request.deadline):
+                        return self._complete_once(request, attempt)
+                except Exception as exc:
+                    if gate.failure is not None:
+                        raise gate.failure from None
+                    error = self._error_for(exc)
+                    if error is None:
+                        raise
+                    self._retry_or_raise(error, exc, attempt, request)
+                attempt += 1
 
     def stream(
         self,
@@ -184,7 +194,8 @@ class Provider(ABC):
 
     @staticmethod
     def elapsed_ms(request: CompletionRequest) -> float:
-        return (time.monotonic() - request.started) * 1000
+        """The call's latency so far: without the caller's ``before_send`` hook's time."""
+        return (time.monotonic() - request.started - hook_seconds()) * 1000
 
     @abstractmethod
     def _complete_once(self, request: CompletionRequest, attempt: int) -> Completion: ...

@@ -35,6 +35,7 @@ import httpx2
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from agents.llm.before_send import request_hook
 from agents.llm.deadline import BoundedStream, connect_timeout
 from agents.llm.errors import LLMConfigurationError
 from agents.llm.tls import shared_ssl_context
@@ -136,11 +137,13 @@ def http_client(
     resolver: Resolver = system_resolver,
 ) -> httpx2.Client:
     """The HTTP client for an SDK (its ``DefaultHttpxClient``, which carries the SDK's limits
-    and timeouts), sharing the process's SSL context; restricted as above when ``base_url`` is
-    the agency's own."""
+    and timeouts), sharing the process's SSL context and running the caller's hook before a
+    call's request goes out (:mod:`agents.llm.before_send`); restricted as above when
+    ``base_url`` is the agency's own."""
+    hooks = {"request": [request_hook]}
     if base_url is None:
-        return client_class(verify=shared_ssl_context())
-    client = client_class(verify=shared_ssl_context(), trust_env=False)
+        return client_class(verify=shared_ssl_context(), event_hooks=hooks)
+    client = client_class(verify=shared_ssl_context(), trust_env=False, event_hooks=hooks)
     pool = getattr(getattr(client, "_transport", None), "_pool", None)
     # httpx offers no public way to give its connection pool a network backend; the pool reads
     # this attribute for every connection it opens. Fail loudly if an upgrade moved it, rather

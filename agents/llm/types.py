@@ -253,7 +253,7 @@ class Completion:
     model: str
     provider: ProviderKind
     raw: RawResponse  # the provider's response (assembled from the chunks when streamed)
-    latency_ms: float  # wall time of the call, retries and backoff included
+    latency_ms: float  # wall time of the call, retries and backoff included (not before_send)
     attempts: int = 1
 
     def __post_init__(self) -> None:

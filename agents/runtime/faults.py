@@ -8,7 +8,10 @@ repeated after its reply was persisted and no tool applied twice. Points:
 * ``think_uncommitted``  — the reply's step is written but not committed
 * ``think_committed``    — the reply is committed; its tool calls have not run
 * ``tool_uncommitted``   — a tool ran (its writes are in the open transaction), not committed
-* ``tool_committed``     — a tool's result is committed; the next one has not started
+* ``tool_commit_sent``   — the reply's last tool result and its COMMIT are sent, not confirmed;
+  the next model request is not sent yet
+* ``tool_committed``     — a tool's result is committed; the next tool or model call has not
+  started
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ import signal
 from django.conf import settings
 
 POINTS = frozenset(
-    {"model_replied", "think_uncommitted", "think_committed", "tool_uncommitted", "tool_committed"}
+    {
+        "model_replied",
+        "think_uncommitted",
+        "think_committed",
+        "tool_uncommitted",
+        "tool_commit_sent",
+        "tool_committed",
+    }
 )
 
 

@@ -212,32 +212,10 @@ class _Run:
                     StopReason.BUDGET_EXCEEDED,
                     error="The agency's daily budget is exhausted.",
                 )
-            # Hand the database connection back to the pool while the model answers: a worker
-            # with hundreds of runs in flight needs connections only for their short writes.
-            if getattr(connection, "pool", None) is not None:
-                connection.close()
-            started = time.perf_counter()
-            try:
-                completion = provider.complete(
-                    messages,
-                    self.tool_definitions,
-                    model=self.snapshot["llm_model"] or None,
-                    temperature=self.snapshot["temperature"],
-                    max_tokens=self.snapshot["max_tokens"],
-                    # The run's time limit holds during the call too (retries included).
-                    timeout=self.deadline - time.time(),
-                )
-            except LLMDeadlineExceeded as exc:
-                self._release_budget(reservation)
-                return self._end(
-                    ExecutionStatus.TIMED_OUT,
-                    StopReason.TIMEOUT,
-                    error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) "
-                    f"during a model call: {exc}",
-                )
-            except LLMError as exc:
-                self._release_budget(reservation)
-                return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
+            called = self._call_model(provider, messages, reservation)
+            if isinstance(called, str):
+                return called
+            completion, started = called
             crash_point("model_replied")
             completion = self._unique_call_ids(completion)
             reply = completion.to_message()
@@ -267,6 +245,64 @@ class _Run:
             return initial_messages(self.snapshot, self.execution), [], []
         resumed = rebuild_messages(self.snapshot, self.execution, steps)
         return resumed.messages, resumed.pending, resumed.observed
+
+    def _call_model(
+        self,
+        provider: Provider,
+        messages: list[Message],
+        reservation: tuple[uuid.UUID, Decimal] | bool,
+    ) -> tuple[Completion, float] | str:
+        """The model's reply and when the call started, or the run's status if it ended."""
+        # The last tool result's COMMIT may still be in flight (_act): it is then waited for
+        # when the request is built, before it goes out. Otherwise (or if something settled it
+        # already) the same checks run now.
+        before_send = self._before_request if store.commit_in_flight() else None
+        started = time.perf_counter()
+        try:
+            if before_send is None:
+                self._before_request()
+            completion = provider.complete(
+                messages,
+                self.tool_definitions,
+                model=self.snapshot["llm_model"] or None,
+                temperature=self.snapshot["temperature"],
+                max_tokens=self.snapshot["max_tokens"],
+                # The run's time limit holds during the call too (retries included).
+                timeout=self.deadline - time.time(),
+                before_send=before_send,
+            )
+        except _CancelledBeforeRequest:
+            self._release_budget(reservation)
+            return self._end(
+                ExecutionStatus.CANCELLED, StopReason.CANCELLED, error="Cancelled on request."
+            )
+        except LLMDeadlineExceeded as exc:
+            self._release_budget(reservation)
+            return self._end(
+                ExecutionStatus.TIMED_OUT,
+                StopReason.TIMEOUT,
+                error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) "
+                f"during a model call: {exc}",
+            )
+        except LLMError as exc:
+            self._release_budget(reservation)
+            return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
+        return completion, started
+
+    def _before_request(self) -> None:
+        """Run by the provider once the model request is built, before it goes out: the last
+        tool result's commit is collected (a failed or fenced-off write is raised as it is),
+        and a run cancelled meanwhile (the flag comes back with every step's write) makes no
+        model call."""
+        self._settle()
+        if self.execution.cancel_requested_at is not None:
+            raise _CancelledBeforeRequest
+        _release_connection()
+
+    def _settle(self) -> None:
+        """Wait for a tool result's commit still in flight (see _act)."""
+        if store.settle_in_flight():
+            crash_point("tool_committed")
 
     def _unique_call_ids(self, completion: Completion) -> Completion:
         """The reply with every tool call id unique in the run. Some OpenAI-compatible servers
@@ -377,8 +413,14 @@ class _Run:
             if stop is not None:
                 return stop
             step_id = uuid.uuid4()
+            # The reply's last result is followed by a model call (unless it ends or parks the
+            # run): its COMMIT is left in flight while the request is built. A resumed run
+            # reads the database before its first model call, so it commits as usual.
             with store.step_transaction(
-                self.execution, self.worker, savepoint=TOOL_SAVEPOINT
+                self.execution,
+                self.worker,
+                savepoint=TOOL_SAVEPOINT,
+                commit_later=not resumed and index == first + len(calls) - 1,
             ) as tx:
                 started = time.perf_counter()
                 if index >= limit:
@@ -424,7 +466,7 @@ class _Run:
                         input_request={"kind": "timer", "until": park_until.isoformat()},
                     )
                 crash_point("tool_uncommitted")
-            crash_point("tool_committed")
+            crash_point("tool_commit_sent" if tx.commit_sent else "tool_committed")
             messages.append(tool_result_message(call.id, output))
             if park_until is not None:
                 return ExecutionStatus.WAITING_INPUT
@@ -455,6 +497,7 @@ class _Run:
         when the step's maximum cost does not fit. A reservation is its own small commit."""
         if usage_services.known_without_budget(self.execution.agency_id):
             return True  # no query, no transaction: the common case stays off the hot path
+        self._settle()
         estimate = sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
         amount = price.max_cost(
             input_tokens=estimate, max_output_tokens=self.snapshot["max_tokens"]
@@ -471,6 +514,7 @@ class _Run:
 
     def _release_budget(self, reservation: tuple[uuid.UUID, Decimal] | bool) -> None:
         if isinstance(reservation, tuple):
+            self._settle()
             with tenancy.agency_context(self.execution.agency_id):
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=Decimal(0)
@@ -480,6 +524,10 @@ class _Run:
         """The execution as committed. A step whose transaction failed had already changed the
         object (its status, counters, step number: a final answer had set it completed), and
         the run must end from what the database holds, not from what was rolled back."""
+        try:
+            self._settle()
+        except Exception:
+            logger.exception("execution %s: a step's commit failed", self.execution.id)
         with tenancy.agency_context(self.execution.agency_id):
             self.execution.refresh_from_db()
 
@@ -487,9 +535,21 @@ class _Run:
         return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=error[:4000])
 
     def _end(self, status: str, stop_reason: str, *, error: str = "") -> str:
+        self._settle()
         with store.step_transaction(self.execution, self.worker) as tx:
             tx.finish(status, stop_reason=stop_reason, error=error)
         return status
+
+
+class _CancelledBeforeRequest(Exception):
+    """Raised by _before_request: the run was cancelled while its last tool ran."""
+
+
+def _release_connection() -> None:
+    """Hand the database connection back to the pool while the model answers: a worker with
+    hundreds of runs in flight needs connections only for their short writes."""
+    if getattr(connection, "pool", None) is not None:
+        connection.close()
 
 
 def _seconds(value: float) -> datetime.timedelta:

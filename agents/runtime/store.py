@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, Error, connection
 from django.db.models import Model
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -40,7 +40,7 @@ from agents.models import (
     TransitionType,
 )
 from agents.runtime.states import can_transition
-from core import fastdb, realtime, tenancy
+from core import fastdb, in_flight, realtime, tenancy
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
@@ -267,6 +267,8 @@ class StepTransaction:
         self.parked = False
         # Rows written with the execution's fenced UPDATE, in one statement (_step_statement).
         self.inserts: list[fastdb.Parts] = []
+        # step_transaction(commit_later=True) sent the statement and COMMIT, not yet collected.
+        self.commit_sent = False
 
     def defer_insert(self, obj: Model) -> None:
         """Insert ``obj`` together with this step's execution UPDATE (one round trip)."""
@@ -280,27 +282,38 @@ class StepTransaction:
         """Write the collected rows and the execution's changed columns in one statement: the
         whole transaction in one round trip for a direct step, else with the COMMIT of the
         outermost transaction riding along. A run still going renews its lease."""
-        execution = self.execution
-        if self.fenced and not self.finished and not self.parked:
-            execution.lease_expires_at = lease_deadline()
-        statement, arguments = _step_statement(
-            execution, self.worker if self.fenced else None, sorted(self.changed), self.inserts
-        )
+        statement, arguments = self._statement()
         try:
             if self.after_commit is not None:
-                row = tenancy.run_in_one_round_trip(execution.agency_id, statement, arguments)
+                row = tenancy.run_in_one_round_trip(self.execution.agency_id, statement, arguments)
             else:
                 # With the COMMIT in the same round trip when this is the outermost
                 # transaction; nested in a caller's (tests), the caller commits.
                 row = fastdb.execute_raw(statement, arguments, commit=_outermost_transaction())
         except DatabaseError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
-                raise LeaseLost(
-                    f"execution {execution.id}: lease no longer held by {self.worker}"
-                ) from exc
-            raise
+            self.raise_failed(exc)
+        self.saved(row)
+
+    def _statement(self) -> fastdb.Parts:
+        execution = self.execution
+        if self.fenced and not self.finished and not self.parked:
+            execution.lease_expires_at = lease_deadline()
+        return _step_statement(
+            execution, self.worker if self.fenced else None, sorted(self.changed), self.inserts
+        )
+
+    def raise_failed(self, exc: DatabaseError) -> NoReturn:
+        """The step's statement failed: :class:`LeaseLost` if the fence stopped it."""
+        if getattr(exc.__cause__, "sqlstate", None) == LEASE_LOST_SQLSTATE:
+            raise LeaseLost(
+                f"execution {self.execution.id}: lease no longer held by {self.worker}"
+            ) from exc
+        raise exc
+
+    def saved(self, row: tuple[Any, ...] | None) -> None:
+        """The step's statement committed, returning ``row``."""
         assert row is not None
-        execution.cancel_requested_at = row[0]
+        self.execution.cancel_requested_at = row[0]
         for callback in self.after_commit or ():
             callback()
 
@@ -395,20 +408,112 @@ def _step_summary(step: dict[str, Any]) -> dict[str, Any]:
 
 @contextmanager
 def step_transaction(
-    execution: Execution, worker: str, *, savepoint: str | None = None
+    execution: Execution, worker: str, *, savepoint: str | None = None, commit_later: bool = False
 ) -> Iterator[StepTransaction]:
     """One transaction, one commit: the body's writes plus the fenced execution UPDATE.
 
     Sets ``cancel_requested`` on the execution object from the row as committed. ``savepoint``
     is created in the transaction's first round trip (a tool handler's writes roll back to it).
+
+    ``commit_later`` (a tool result the run goes on from with a model call): unless the step
+    ends or parks the run, its statement and COMMIT are sent and the block ends without
+    waiting for them — PostgreSQL executes and flushes them while the runtime builds the next
+    model request. The commit is then *in flight* (``tx.commit_sent``) until
+    :func:`settle_in_flight` collects it: the runtime does so just before the request goes out
+    (or before anything else uses the database: every entry point here settles first, and so
+    does any query through Django meanwhile). Only then are the row's cancel flag known and the
+    step's on-commit hooks run, and a failure (a lost lease) raised. Inside a caller's
+    transaction (tests) the step commits as usual.
     """
+    settle_in_flight()
     then = [f"SAVEPOINT {savepoint}"] if savepoint else []
-    # The settings and savepoint go with the first query: the tool handler's, or else the
-    # step's own statement (one round trip for the whole transaction).
-    with tenancy.agency_context(execution.agency_id, then=then, defer=True):
-        tx = StepTransaction(execution, worker)
-        yield tx
-        tx.save()
+    if not commit_later or connection.in_atomic_block:
+        # The settings and savepoint go with the first query: the tool handler's, or else the
+        # step's own statement (one round trip for the whole transaction).
+        with tenancy.agency_context(execution.agency_id, then=then, defer=True):
+            tx = StepTransaction(execution, worker)
+            yield tx
+            tx.save()
+        return
+    # Django's manual transaction mode: the tenant block's atomic then neither commits nor
+    # turns autocommit back on when it ends, so the COMMIT can stay in flight past it. The
+    # transaction is ended here (_end_manual) or by the in-flight commit's settle().
+    connection.set_autocommit(False)
+    try:
+        with tenancy.agency_context(execution.agency_id, then=then, defer=True):
+            tx = StepTransaction(execution, worker)
+            yield tx
+            if tx.finished or tx.parked:
+                tx.save()
+            else:
+                sent = fastdb.send_with_commit(*tx._statement())
+                tx.commit_sent = True
+    except BaseException:
+        _roll_back_manual()
+        raise
+    if tx.commit_sent:
+        _CommitInFlight(tx, sent)
+    else:
+        _end_manual()
+
+
+class _CommitInFlight:
+    """A step's statement and COMMIT sent by step_transaction(commit_later=True), held in
+    :mod:`core.in_flight` until collected."""
+
+    def __init__(self, tx: StepTransaction, sent: fastdb.SentCommit) -> None:
+        self.tx = tx
+        self.sent = sent
+        in_flight.hold(self.settle)
+        # Safety net: a query through Django's cursor outside any tenant block (which would
+        # settle it) collects the commit first.
+        connection.execute_wrappers.append(self.settle_first)
+
+    def settle_first(self, execute: Any, sql: Any, params: Any, many: bool, context: Any) -> Any:
+        in_flight.settle()
+        return execute(sql, params, many, context)
+
+    def settle(self) -> None:
+        connection.execute_wrappers.remove(self.settle_first)
+        try:
+            row = self.sent.result()
+        except DatabaseError as exc:
+            _roll_back_manual()
+            self.tx.raise_failed(exc)
+        except BaseException:
+            _roll_back_manual()
+            raise
+        _end_manual()  # the step's on-commit hooks run here
+        self.tx.saved(row)
+
+
+def settle_in_flight() -> bool:
+    """Wait for this thread's step commit in flight, if any (see :func:`step_transaction`);
+    raises :class:`LeaseLost` or the database error if it failed. True if there was one."""
+    return in_flight.settle()
+
+
+def commit_in_flight() -> bool:
+    return in_flight.pending()
+
+
+def _end_manual() -> None:
+    """End a manual-mode step transaction whose COMMIT has been done (sent with its statement):
+    Django's commit finds nothing left to do, and turning autocommit back on runs the
+    transaction's on-commit hooks."""
+    connection.commit()
+    connection.set_autocommit(True)
+
+
+def _roll_back_manual() -> None:
+    """Roll back a manual-mode step transaction that failed, and leave manual mode. A connection
+    that cannot even roll back is closed (as Django's atomic does); the next use reconnects in
+    autocommit mode."""
+    try:
+        connection.rollback()
+        connection.set_autocommit(True)
+    except Error:
+        connection.close()
 
 
 # Raised by agentdesk_lease_lost() (migration agents 0004) when the fenced UPDATE matches nothing.
@@ -425,6 +530,7 @@ def direct_step(execution: Execution, worker: str) -> Iterator[StepTransaction]:
     The body must not query the database; inside a caller's transaction (tests) this is an
     ordinary :func:`step_transaction`.
     """
+    settle_in_flight()
     if connection.in_atomic_block:
         with step_transaction(execution, worker) as tx:
             yield tx

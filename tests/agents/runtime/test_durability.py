@@ -31,6 +31,7 @@ CRASH_POINTS = {
     "think_uncommitted": 4,
     "think_committed": 3,
     "tool_uncommitted": 3,
+    "tool_commit_sent": 3,  # committed or not, the reply that called the tool was persisted
     "tool_committed": 3,
 }
 

@@ -3,12 +3,16 @@ OpenAI / Anthropic SDK clients talking to the fake provider server, for both wir
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.utils import timezone
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import (
@@ -23,6 +27,7 @@ from agents.llm.fake_server.script import (
 )
 from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
 from agents.services import execution_cancel, execution_create
+from agents.tasks import reap_expired_leases
 from core import tenancy
 from core.models import Event
 from crm.models import Contact, Note
@@ -365,6 +370,91 @@ def test_cancel_takes_effect_before_the_next_model_call(
     # A run that did not complete ends with "failed"; its payload says how.
     assert ended.event_type == "ai.execution.failed"
     assert ended.payload["status"] == ExecutionStatus.CANCELLED
+
+
+def _blocked_tool_waiters() -> int:
+    """Sessions waiting for a lock (the run's tool, on the contact row this test holds)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("meanwhile", ["cancel", "takeover"])
+def test_what_happens_while_the_replys_last_tool_runs_is_seen_before_the_next_model_call(
+    meanwhile: str,
+    kind: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    """The last tool result's COMMIT is still in flight while the next model request is built;
+    the request must not go out before it is confirmed. A cancel that came during the tool
+    ends the run there; a run taken over by another delivery (the reaper's release of an
+    expired lease) gets no model call from the worker that lost it.
+
+    On a worker configured as in production: with the test workers' catalogue cache off, the
+    budget check before each model call reads the database, which collects the commit before
+    the request is built."""
+    agent = make_agent(kind, allowed_tools=["crm_*"])
+    contact = _contact(agent)
+    update = tool_call_reply(
+        "crm_update_contact", {"contact_id": str(contact.id), "updates": {"first_name": "Augusta"}}
+    )
+    # The first reply takes a second: time to take the contact's row lock before the tool runs.
+    first = Reply(tool_calls=update.tool_calls, latency=1.0)
+    fake_llm_server.set_responder(by_turn(first, text_reply("Done.")), key=agent.llm_model)
+    queue = f"in-flight-{uuid.uuid4().hex[:8]}"
+    production = Worker(queue=queue, AGENTDESK_CATALOGUE_CACHE_SECONDS="30").start()
+    try:
+        with tenancy.agency_context(agent.agency_id):
+            execution = execution_create(agent=agent, input="Rename her.", queue=queue)
+        assert execution is not None
+        with tenancy.agency_context(agent.agency_id):
+            Contact.objects.select_for_update().get(pk=contact.pk)
+            deadline = time.monotonic() + 20
+            while not _blocked_tool_waiters():  # the tool waits for the row
+                assert time.monotonic() < deadline, "the tool never ran"
+                time.sleep(0.02)
+            if meanwhile == "cancel":
+                execution_cancel(execution=execution)
+            else:  # what the reaper does to a run whose lease ran out
+                Execution.objects.filter(pk=execution.pk).update(
+                    lease_owner="", lease_expires_at=timezone.now() - datetime.timedelta(seconds=1)
+                )
+        # Committed: the lock is released, the tool finishes and its step is written.
+        _check_what_followed(meanwhile, execution, agent, contact, fake_llm_server)
+    finally:
+        production.stop()
+
+
+def _check_what_followed(
+    meanwhile: str,
+    execution: Execution,
+    agent: Agent,
+    contact: Contact,
+    fake_llm_server: FakeProviderServer,
+) -> None:
+    if meanwhile == "cancel":
+        execution = wait_for(execution)
+        assert execution.status == ExecutionStatus.CANCELLED
+        # The tool's result was committed with its change; no model call came after it.
+        assert _steps(execution)[-1] == (StepType.ACT, "crm_update_contact")
+        assert len(fake_llm_server.requests_for(agent.llm_model)) == 1
+        assert execution.llm_call_count == 1
+    else:
+        # The worker that lost the run wrote nothing (its step failed at the lease fence);
+        # the reaper's new delivery runs the tool again and finishes.
+        assert reap_expired_leases() >= 1
+        execution = wait_for(execution)
+        assert execution.status == ExecutionStatus.COMPLETED, execution.error
+        # One model call per persisted reply: the worker that lost the lease made none.
+        assert len(fake_llm_server.requests_for(agent.llm_model)) == 2
+        assert execution.attempts == 2
+    with tenancy.agency_context(agent.agency_id):
+        assert Contact.objects.get(pk=contact.pk).first_name == "Augusta"
+        calls = list(ToolCall.objects.filter(execution=execution).values_list("status", flat=True))
+    assert calls == ["completed"]  # applied once
 
 
 def test_cancel_of_a_pending_run_is_immediate(

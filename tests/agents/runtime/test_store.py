@@ -183,3 +183,101 @@ def test_the_migration_closes_states_written_before_states_were_closed() -> None
         (start + datetime.timedelta(seconds=4.0), 2500),
         (None, None),
     ]
+
+
+# step_transaction(commit_later=True): the statement and COMMIT go out, the block ends without
+# waiting, and settle_in_flight() collects them (the runtime: just before the model request).
+def _send_step(execution: Execution, worker: str, hooks: list[str]) -> None:
+    with store.step_transaction(execution, worker, commit_later=True) as tx:
+        tx.add_step(StepType.ACT, tool_name="crm_get_contact", tool_output={"ok": True})
+        transaction.on_commit(lambda: hooks.append("ran"))
+    assert tx.commit_sent
+
+
+def test_a_commit_left_in_flight_is_collected_with_its_hooks_and_cancel_flag(
+    live_db: None,
+) -> None:
+    execution = _running_execution("worker-a")
+    with tenancy.agency_context(execution.agency_id):
+        Execution.objects.filter(pk=execution.pk).update(cancel_requested_at=store.lease_deadline())
+    hooks: list[str] = []
+    with round_trips() as counted:
+        _send_step(execution, "worker-a", hooks)
+        assert store.commit_in_flight()
+        assert hooks == []  # on-commit hooks wait for the commit to be confirmed
+        assert execution.cancel_requested_at is None  # not known before the statement's result
+        assert store.settle_in_flight()
+    assert counted == [1]  # BEGIN, settings, statement and COMMIT sent together; one Sync
+    assert hooks == ["ran"]
+    assert execution.cancel_requested_at is not None
+    assert not store.commit_in_flight()
+    assert not store.settle_in_flight()
+    assert _step_numbers(execution) == [1]
+    assert connection.get_autocommit()
+    assert connection.connection.info.transaction_status.name == "IDLE"
+
+
+def test_a_query_while_a_commit_is_in_flight_collects_it_first(live_db: None) -> None:
+    execution = _running_execution("worker-a")
+    hooks: list[str] = []
+    _send_step(execution, "worker-a", hooks)
+    # Through Django's cursor (any ORM query): the commit is settled before the query runs.
+    assert _step_numbers(execution) == [1]
+    assert not store.commit_in_flight()
+    assert hooks == ["ran"]
+    # Every entry point of the store settles first too.
+    _send_step(execution, "worker-a", hooks)
+    _write_step(execution, "worker-a", direct=True)
+    assert _step_numbers(execution) == [1, 2, 3]
+
+
+def test_a_commit_in_flight_of_a_worker_that_lost_its_lease_writes_nothing(
+    live_db: None,
+) -> None:
+    execution = _running_execution("worker-b")
+    stale = Execution(**{f.attname: getattr(execution, f.attname) for f in Execution._meta.fields})
+    hooks: list[str] = []
+    _send_step(stale, "worker-a", hooks)  # no error yet: the result is not read
+    with pytest.raises(store.LeaseLost):
+        store.settle_in_flight()
+    assert hooks == []
+    assert not store.commit_in_flight()
+    # Rolled back, out of Django's manual transaction mode: the connection serves the next step.
+    assert connection.get_autocommit()
+    assert connection.connection.info.transaction_status.name == "IDLE"
+    assert _step_numbers(execution) == []
+    _write_step(execution, "worker-b")
+    assert _step_numbers(execution) == [1]
+
+
+def test_a_step_that_parks_the_run_commits_at_once_even_if_asked_to_commit_later(
+    live_db: None,
+) -> None:
+    execution = _running_execution("worker-a")
+    with store.step_transaction(execution, "worker-a", commit_later=True) as tx:
+        tx.add_step(StepType.ACT, tool_name="wait", tool_output={"waiting": True})
+        tx.park(ExecutionStatus.WAITING_INPUT, reason="a timer")
+    assert not tx.commit_sent
+    assert not store.commit_in_flight()
+    assert connection.get_autocommit()
+    assert _step_numbers(execution) == [1]
+
+
+def test_a_failing_step_body_in_manual_mode_rolls_back_and_leaves_manual_mode(
+    live_db: None,
+) -> None:
+    execution = _running_execution("worker-a")
+
+    def failing_step() -> None:
+        with store.step_transaction(execution, "worker-a", commit_later=True) as tx:
+            tx.add_step(StepType.ACT, tool_name="crm_get_contact", tool_output={})
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")  # the transaction has started on the server
+            raise RuntimeError("the handler's bug")
+
+    with pytest.raises(RuntimeError):
+        failing_step()
+    assert not store.commit_in_flight()
+    assert connection.get_autocommit()
+    assert connection.connection.info.transaction_status.name == "IDLE"
+    assert _step_numbers(execution) == []
