@@ -8,6 +8,7 @@ only the values are prepared per row — with the same field conversions (``pre_
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from django.db import connections
 from django.db.models import DateTimeField, Field, Model
 from django.utils import timezone
 
-from core import tenancy
+from core import in_flight, tenancy
 
 # An INSERT's SQL and its values, ready to run alone or inside a larger statement.
 Parts = tuple[str, list[Any]]
@@ -131,6 +132,7 @@ def execute_raw(
     block's settings if they are still to be sent); returns its first row, if any. ``commit``:
     COMMIT the transaction in the same round trip (the caller's outermost atomic block then
     finds nothing to commit and runs its on-commit hooks as usual)."""
+    in_flight.settle()
     connection = connections[using]
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
@@ -161,12 +163,19 @@ class SentCommit:
         finally:
             self._cursor.close()
 
+    def abandon(self) -> None:
+        """End the pipeline without reading the outcome (the caller is failing anyway)."""
+        with contextlib.suppress(Exception):
+            self._pipeline.close()
+        self._cursor.close()
+
 
 def send_with_commit(statement: str, values: list[Any], *, using: str = "default") -> SentCommit:
     """Send a :func:`numbered` statement and COMMIT its transaction (the caller's outermost) in
     pipeline mode, without waiting: PostgreSQL runs both, the durable flush included, while the
     caller works; :meth:`SentCommit.result` collects the outcome. Led by a deferred tenant
     block's settings if they are still to be sent, like :func:`execute_raw`."""
+    in_flight.settle()
     connection = connections[using]
     connection.ensure_connection()
     cursor = psycopg.RawCursor(connection.connection)

@@ -147,6 +147,7 @@ class _SettingsWithFirstQuery:
 def pipeline(using: str = DEFAULT_DB_ALIAS) -> Iterator[psycopg.Connection[Any]]:
     """The raw connection in pipeline mode, for statements whose results are read after the
     block; in a deferred block that has not queried yet, led by its BEGIN and settings."""
+    in_flight.settle()
     connection = connections[using]
     connection.ensure_connection()
     deferred = next(

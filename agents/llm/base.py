@@ -87,7 +87,8 @@ class Provider(ABC):
                         return self._complete_once(request, attempt)
                 except Exception as exc:
                     if gate.failure is not None:
-                        raise gate.failure from None
+                        failure = gate.failure  # the caller's own exception, with its cause
+                        raise failure from failure.__cause__
                     error = self._error_for(exc)
                     if error is None:
                         raise

@@ -199,7 +199,7 @@ class _Run:
             if stop is not None:
                 return stop
             if self.execution.llm_call_count >= self.snapshot["max_steps_per_run"]:
-                return self._end(
+                return self._end_unless_cancelled(
                     ExecutionStatus.FAILED,
                     StopReason.MAX_STEPS,
                     error=f"Reached max_steps_per_run ({self.snapshot['max_steps_per_run']}) "
@@ -207,7 +207,7 @@ class _Run:
                 )
             reservation = self._reserve_budget(price, messages)
             if reservation is None:
-                return self._end(
+                return self._end_unless_cancelled(
                     ExecutionStatus.FAILED,
                     StopReason.BUDGET_EXCEEDED,
                     error="The agency's daily budget is exhausted.",
@@ -278,7 +278,7 @@ class _Run:
             )
         except LLMDeadlineExceeded as exc:
             self._release_budget(reservation)
-            return self._end(
+            return self._end_unless_cancelled(
                 ExecutionStatus.TIMED_OUT,
                 StopReason.TIMEOUT,
                 error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) "
@@ -286,7 +286,10 @@ class _Run:
             )
         except LLMError as exc:
             self._release_budget(reservation)
-            return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
+            return self._end_unless_cancelled(
+                ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc)
+            )
+        self._settle()  # (the hook ran before the request went out: nothing is left)
         return completion, started
 
     def _before_request(self) -> None:
@@ -325,7 +328,7 @@ class _Run:
                 ExecutionStatus.CANCELLED, StopReason.CANCELLED, error="Cancelled on request."
             )
         if time.time() >= self.deadline:
-            return self._end(
+            return self._end_unless_cancelled(
                 ExecutionStatus.TIMED_OUT,
                 StopReason.TIMEOUT,
                 error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}).",
@@ -533,6 +536,18 @@ class _Run:
 
     def end_with_error(self, error: str) -> str:
         return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=error[:4000])
+
+    def _end_unless_cancelled(self, status: str, stop_reason: str, *, error: str) -> str:
+        """End the run so, or cancelled if a cancel came first: the last tool result's write,
+        whose commit may still be in flight, brings the cancel flag back with it."""
+        self._settle()
+        if self.execution.cancel_requested_at is not None:
+            status, stop_reason, error = (
+                ExecutionStatus.CANCELLED,
+                StopReason.CANCELLED,
+                "Cancelled on request.",
+            )
+        return self._end(status, stop_reason, error=error)
 
     def _end(self, status: str, stop_reason: str, *, error: str = "") -> str:
         self._settle()

@@ -439,6 +439,7 @@ def step_transaction(
     # turns autocommit back on when it ends, so the COMMIT can stay in flight past it. The
     # transaction is ended here (_end_manual) or by the in-flight commit's settle().
     connection.set_autocommit(False)
+    sent: fastdb.SentCommit | None = None
     try:
         with tenancy.agency_context(execution.agency_id, then=then, defer=True):
             tx = StepTransaction(execution, worker)
@@ -447,13 +448,15 @@ def step_transaction(
                 tx.save()
             else:
                 sent = fastdb.send_with_commit(*tx._statement())
-                tx.commit_sent = True
+        if sent is not None:  # (after the tenant block, which pops its own execute wrapper)
+            _CommitInFlight(tx, sent)
+            tx.commit_sent = True
     except BaseException:
+        if sent is not None and not tx.commit_sent:
+            sent.abandon()
         _roll_back_manual()
         raise
-    if tx.commit_sent:
-        _CommitInFlight(tx, sent)
-    else:
+    if sent is None:
         _end_manual()
 
 
@@ -464,17 +467,16 @@ class _CommitInFlight:
     def __init__(self, tx: StepTransaction, sent: fastdb.SentCommit) -> None:
         self.tx = tx
         self.sent = sent
-        in_flight.hold(self.settle)
         # Safety net: a query through Django's cursor outside any tenant block (which would
         # settle it) collects the commit first.
         connection.execute_wrappers.append(self.settle_first)
+        in_flight.hold(self.settle)
 
     def settle_first(self, execute: Any, sql: Any, params: Any, many: bool, context: Any) -> Any:
         in_flight.settle()
         return execute(sql, params, many, context)
 
     def settle(self) -> None:
-        connection.execute_wrappers.remove(self.settle_first)
         try:
             row = self.sent.result()
         except DatabaseError as exc:
@@ -483,6 +485,14 @@ class _CommitInFlight:
         except BaseException:
             _roll_back_manual()
             raise
+        finally:
+            if self.settle_first in connection.execute_wrappers:
+                connection.execute_wrappers.remove(self.settle_first)
+        if connection.in_atomic_block:
+            # A bug: a transaction was opened without settling first (tenant_context does).
+            # Django cannot leave manual mode inside it; the connection is dropped instead.
+            connection.close()
+            raise RuntimeError("A step's commit in flight was collected inside a transaction.")
         _end_manual()  # the step's on-commit hooks run here
         self.tx.saved(row)
 
@@ -501,8 +511,12 @@ def _end_manual() -> None:
     """End a manual-mode step transaction whose COMMIT has been done (sent with its statement):
     Django's commit finds nothing left to do, and turning autocommit back on runs the
     transaction's on-commit hooks."""
-    connection.commit()
-    connection.set_autocommit(True)
+    try:
+        connection.commit()
+        connection.set_autocommit(True)
+    except Error:
+        connection.close()  # the next use reconnects, in autocommit mode
+        raise
 
 
 def _roll_back_manual() -> None:

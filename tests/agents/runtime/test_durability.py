@@ -102,7 +102,12 @@ def test_worker_killed_at_a_crash_point_and_the_run_completes(
 ) -> None:
     agent, contact = _scripted_agent(make_agent, fake_llm_server, kind)
     queue = f"crash-{uuid.uuid4().hex[:8]}"
-    doomed = Worker(queue=queue, AGENTDESK_CRASH_AT=point).start()
+    # Configured as in production (the test workers turn the catalogue cache off): with it,
+    # the last tool result's commit is collected in the model call's before-send hook, where
+    # tool_committed then kills the worker.
+    doomed = Worker(
+        queue=queue, AGENTDESK_CRASH_AT=point, AGENTDESK_CATALOGUE_CACHE_SECONDS="30"
+    ).start()
     try:
         execution = _start_on(queue, agent)
         assert doomed.wait_exit(60) == -9, doomed.output()[-2000:]

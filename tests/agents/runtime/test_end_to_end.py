@@ -373,9 +373,13 @@ def test_cancel_takes_effect_before_the_next_model_call(
 
 
 def _blocked_tool_waiters() -> int:
-    """Sessions waiting for a lock (the run's tool, on the contact row this test holds)."""
+    """Sessions waiting for a lock this test's session holds (the run's tool, on the contact
+    row), whatever else the server is doing."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        cursor.execute(  # (pg_locks: pg_stat_activity is read once per transaction)
+            "SELECT count(*) FROM pg_locks"
+            " WHERE NOT granted AND pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+        )
         return int(cursor.fetchone()[0])
 
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from agents.models import Execution, ExecutionStatus, StateTransition, StepType
+from agents.models import Execution, ExecutionStatus, ExecutionStep, StateTransition, StepType
 from agents.runtime import store
 from agents.services import execution_cancel
-from core import tenancy
+from core import fastdb, tenancy
 from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.protocol import round_trips
 
@@ -221,14 +222,52 @@ def test_a_query_while_a_commit_is_in_flight_collects_it_first(live_db: None) ->
     execution = _running_execution("worker-a")
     hooks: list[str] = []
     _send_step(execution, "worker-a", hooks)
-    # Through Django's cursor (any ORM query): the commit is settled before the query runs.
-    assert _step_numbers(execution) == [1]
+    # Through Django's cursor outside any tenant block: settled before the query runs.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
     assert not store.commit_in_flight()
     assert hooks == ["ran"]
-    # Every entry point of the store settles first too.
+    assert connection.get_autocommit()
+    # A tenant block (every transaction of the platform opens one) settles on entry.
+    _send_step(execution, "worker-a", hooks)
+    assert _step_numbers(execution) == [1, 2]
+    assert hooks == ["ran", "ran"]
+    # And so does every entry point of the store.
     _send_step(execution, "worker-a", hooks)
     _write_step(execution, "worker-a", direct=True)
-    assert _step_numbers(execution) == [1, 2, 3]
+    assert _step_numbers(execution) == [1, 2, 3, 4]
+
+
+def test_a_commit_in_flight_that_fails_at_commit_runs_no_hooks_and_leaves_a_clean_connection(
+    live_db: None,
+) -> None:
+    """Foreign keys are checked at COMMIT (deferrable): the error comes with the result."""
+    execution = _running_execution("worker-a")
+    hooks: list[str] = []
+    orphan = Execution(agency_id=execution.agency_id, id=uuid.uuid4())  # never inserted
+    with store.step_transaction(execution, "worker-a", commit_later=True) as tx:
+        tx.add_step(StepType.ACT, tool_name="crm_get_contact", tool_output={})
+        transaction.on_commit(lambda: hooks.append("ran"))
+        tx.defer_row(
+            fastdb.row(
+                ExecutionStep,
+                {
+                    "id": uuid.uuid4(),
+                    "agency_id": execution.agency_id,
+                    "execution_id": orphan.id,
+                    "step_number": 1,
+                    "step_type": StepType.OBSERVE,
+                },
+            )
+        )
+    assert tx.commit_sent
+    with pytest.raises(IntegrityError):
+        store.settle_in_flight()
+    assert hooks == []
+    assert connection.get_autocommit()
+    assert connection.connection.info.transaction_status.name == "IDLE"
+    assert _step_numbers(execution) == []
 
 
 def test_a_commit_in_flight_of_a_worker_that_lost_its_lease_writes_nothing(
