@@ -117,7 +117,7 @@ class EventAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     fields = [
         "event_type", "site", "payload_pretty", "source_module", "source_entity_type",
         "source_entity_id", "actor_type", "actor_user", "actor_id", "idempotency_key",
-        "created_at", "processed_at",
+        "source_execution_id", "chain_depth", "created_at", "processed_at",
     ]  # fmt: skip
 
     @admin.display(description="Payload")

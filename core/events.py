@@ -9,9 +9,12 @@ again (``agents.tasks.reap_expired_leases``), so a failed send is logged, never 
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -25,6 +28,24 @@ from core.models import EVENT_TYPE_REGEX, ActorType, Event
 DISPATCH_TASK = "agents.dispatch_event"
 _EVENT_TYPE = re.compile(EVENT_TYPE_REGEX)
 logger = logging.getLogger(__name__)
+
+
+# The agent run whose actions this thread's events come from (set by the runtime): its id and
+# depth (how many runs, each started by the previous one's event, led to it).
+_emitting_run: contextvars.ContextVar[tuple[uuid.UUID, int] | None] = contextvars.ContextVar(
+    "agentdesk_emitting_run", default=None
+)
+
+
+@contextmanager
+def emitted_by_run(execution_id: uuid.UUID, depth: int) -> Iterator[None]:
+    """Events emitted in the block come from this agent run (``Event.source_execution_id``,
+    ``chain_depth`` = ``depth`` + 1)."""
+    token = _emitting_run.set((execution_id, depth))
+    try:
+        yield
+    finally:
+        _emitting_run.reset(token)
 
 
 def event_emit(
@@ -61,7 +82,10 @@ def event_emit(
         if found is not None:
             return found
     subscribed = dispatch and _has_subscribers(agency_id, event_type)
+    run = _emitting_run.get()
     event = Event(
+        source_execution_id=run[0] if run else None,
+        chain_depth=run[1] + 1 if run else 0,
         agency_id=agency_id,
         site_id=site_id,
         event_type=event_type,

@@ -176,6 +176,12 @@ class Event(AgencyOwnedModel):
     # A sender-chosen key (webhooks, API clients): the same key twice records one event.
     idempotency_key = models.CharField(max_length=200, blank=True)
     processed_at = models.DateTimeField(null=True, blank=True)
+    # An event an agent run's action emitted (a tool, the run's own ai.* events): that run, and
+    # how many agent runs in a row led to it (the run's depth + 1; 0 for people and systems).
+    # The runs it starts are that run's children (seed 003's parent sessions), and a chain of
+    # runs each started by the previous one's event stops at AGENTDESK_MAX_RUN_CHAIN_DEPTH.
+    source_execution_id = models.UUIDField(null=True, blank=True)
+    chain_depth = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]

@@ -93,6 +93,7 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
                     "agent",
                     "site",
                     "parent",
+                    "depth",
                     "status",
                     "stop_reason",
                     "trigger_type",

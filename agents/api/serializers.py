@@ -221,6 +221,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "agent",
             "site",
             "parent",
+            "depth",
             "trigger_type",
             "trigger_event",
             "trigger_data",

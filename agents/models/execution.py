@@ -71,9 +71,13 @@ class Execution(AgencyOwnedModel):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="executions")
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
+    # The run whose event started this one (seed 003's parent session), and how many runs in a
+    # row, each started by the previous one's event, led to it (0: started by a person, a
+    # schedule, a webhook or an API client). See AGENTDESK_MAX_RUN_CHAIN_DEPTH.
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )
+    depth = models.PositiveSmallIntegerField(default=0)
 
     trigger_type = models.CharField(max_length=16, choices=TriggerType.choices)
     trigger_event = models.ForeignKey(
@@ -249,6 +253,7 @@ class SkipReason(models.TextChoices):
     QUOTA_EXCEEDED = "quota_exceeded", "Period quota exceeded"
     ALREADY_RUNNING = "already_running", "A run for the same trigger is under way"
     DUPLICATE = "duplicate", "Trigger already handled"
+    CHAIN_TOO_DEEP = "chain_too_deep", "Too many agent runs in a row started each other"
     ERROR = "error", "Error while evaluating the trigger"
 
 

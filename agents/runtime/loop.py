@@ -49,7 +49,7 @@ from agents.runtime.providers import provider_config_for
 from agents.runtime.setup import build_snapshot
 from agents.services.executions import cancel_pending_decisions
 from core import tenancy
-from core.events import event_emit
+from core.events import emitted_by_run, event_emit
 from core.models import ActorType
 from tools.executor import CallRequest, execute_tool_call
 from usage import services as usage_services
@@ -96,6 +96,13 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
             _start(execution, agent, claim.tx)
         claim.tx.save()  # one statement, committed with this block
     run = _Run(execution, agent, worker, first_claim=claim.first_claim)
+    # What the run's tools emit comes from the run (the runs it starts are its children).
+    with emitted_by_run(execution.id, execution.depth):
+        return _run_or_end(run)
+
+
+def _run_or_end(run: _Run) -> str:
+    execution = run.execution
     try:
         if execution.attempts > settings.AGENTDESK_MAX_DELIVERIES:
             # A run that keeps killing its workers (or keeps losing them) must end somewhere.
@@ -138,6 +145,11 @@ def _start(execution: Execution, agent: Agent, tx: store.StepTransaction) -> Non
         started_at=execution.started_at,
         completed_at=timezone.now(),
     )
+    with emitted_by_run(execution.id, execution.depth):
+        _emit_started(execution)
+
+
+def _emit_started(execution: Execution) -> None:
     event_emit(
         agency_id=execution.agency_id,
         site_id=execution.site_id,

@@ -41,7 +41,7 @@ from agents.models import (
 )
 from agents.runtime.states import can_transition
 from core import fastdb, in_flight, realtime, tenancy
-from core.events import event_emit
+from core.events import emitted_by_run, event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
 
@@ -637,6 +637,12 @@ def finish_execution(
     # not complete — failed, timed out, cancelled — is "failed"; status and stop_reason tell
     # which. actions_taken and tokens_used are the seed's payload names.
     succeeded = status == ExecutionStatus.COMPLETED
+    with emitted_by_run(execution.id, execution.depth):  # whoever ends it (a cancel, say)
+        _emit_ended(execution, status=status, stop_reason=stop_reason, succeeded=succeeded)
+
+
+def _emit_ended(execution: Execution, *, status: str, stop_reason: str, succeeded: bool) -> None:
+    output, error = execution.output, execution.error
     event_emit(
         agency_id=execution.agency_id,
         site_id=execution.site_id,

@@ -6,6 +6,7 @@ import logging
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 from django.utils import timezone
@@ -160,6 +161,9 @@ def execution_create(
         agency_id=agent.agency_id,
         agent=agent,
         site_id=agent.site_id,
+        # Started by another run's event: that run's child, one deeper.
+        parent_id=trigger_event.source_execution_id if trigger_event else None,
+        depth=trigger_event.chain_depth if trigger_event else 0,
         trigger_type=trigger_type,
         trigger_event=trigger_event,
         trigger_data=trigger_data or {},
@@ -321,7 +325,18 @@ def agents_subscribed(*, agency_id: uuid.UUID, event_type: str) -> list[Agent]:
 
 
 def _event_skip(agent: Agent, event: Event) -> tuple[str, str] | None:
-    """Why ``event`` does not concern ``agent`` (the self-trigger guard, its conditions)."""
+    """Why ``event`` does not concern ``agent`` (the self-trigger and chain guards, its
+    conditions)."""
+    limit = settings.AGENTDESK_MAX_RUN_CHAIN_DEPTH
+    if event.chain_depth > limit:
+        # Agents that start each other through events (A's run emits what B subscribes to, and
+        # B's what A does) would otherwise run, and spend, without end.
+        return (
+            SkipReason.CHAIN_TOO_DEEP,
+            f"the event comes from a chain of {event.chain_depth} agent runs, each after the "
+            f"first started by the previous one's event (AGENTDESK_MAX_RUN_CHAIN_DEPTH is "
+            f"{limit})",
+        )
     if str(event.actor_id) == str(agent.id) and event.event_type.startswith("ai."):
         # No reason of its own (CHECK constraint): a condition every agent has.
         return (

@@ -211,6 +211,9 @@ AGENTDESK_PENDING_REDELIVER_SECONDS = env.int("AGENTDESK_PENDING_REDELIVER_SECON
 # the emit, worker lost before the dispatch committed): the reaper sends it again, once per period
 # (dispatch is idempotent: an event already processed starts nothing).
 AGENTDESK_EVENT_REDISPATCH_SECONDS = env.int("AGENTDESK_EVENT_REDISPATCH_SECONDS", default=120)
+# Agent runs in a row that start each other through events (A's event starts B, B's starts C):
+# the events of a run at this depth start no agent (logged as a chain_too_deep skip).
+AGENTDESK_MAX_RUN_CHAIN_DEPTH = env.int("AGENTDESK_MAX_RUN_CHAIN_DEPTH", default=5)
 # ...but not once it is this old: its moment has passed, and events left unprocessed by an older
 # version (which did not mark events without subscribers) must not start agents now.
 AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS = env.int(

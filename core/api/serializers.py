@@ -30,6 +30,8 @@ class EventSerializer(serializers.ModelSerializer):
             "actor_user",
             "actor_id",
             "idempotency_key",
+            "source_execution_id",
+            "chain_depth",
             "processed_at",
             "created_at",
         ]

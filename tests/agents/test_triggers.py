@@ -12,7 +12,7 @@ from agents.models import Agent, Execution, TriggerLog
 from agents.services import agent_create, agent_update, event_dispatch, execution_create
 from agents.triggers import InvalidConditions, unmet_condition, validate_conditions
 from core import tenancy
-from core.events import event_emit
+from core.events import emitted_by_run, event_emit
 from core.exceptions import ApplicationError
 from core.models import Agency, Event, Site
 from tests.agents.factories import AgentFactory
@@ -172,6 +172,41 @@ def test_an_agents_own_ai_event_is_logged_as_skipped_not_ignored() -> None:
         agent, {}, event_type="ai.execution.completed", actor_id=AgentFactory.create().id
     )
     assert [e.agent_id for e in _dispatch(theirs)] == [agent.id]
+
+
+def test_a_run_started_by_another_runs_event_is_its_child_and_chains_stop_at_the_limit(
+    settings: Any,
+) -> None:
+    """Agents that start each other through events (A's event starts B, B's starts A) would run
+    and spend without end: a run started by a run's event is one deeper, and the events of a run
+    at AGENTDESK_MAX_RUN_CHAIN_DEPTH start no agent."""
+    settings.AGENTDESK_MAX_RUN_CHAIN_DEPTH = 2
+    agent = AgentFactory.create(trigger_events=["ai.workflow.ping"])
+    with tenancy.agency_context(agent.agency_id):
+        root = execution_create(agent=agent, input="start")  # by a person: depth 0
+    assert root is not None
+    assert (root.parent_id, root.depth) == (None, 0)
+
+    parent = root
+    for depth in (1, 2):
+        with tenancy.agency_context(agent.agency_id), emitted_by_run(parent.id, parent.depth):
+            event = event_emit(agency_id=agent.agency_id, event_type="ai.workflow.ping")
+        assert (event.source_execution_id, event.chain_depth) == (parent.id, depth)
+        [child] = _dispatch(event)
+        assert (child.parent_id, child.depth) == (parent.id, depth)
+        parent = child
+
+    with tenancy.agency_context(agent.agency_id), emitted_by_run(parent.id, parent.depth):
+        too_deep = event_emit(agency_id=agent.agency_id, event_type="ai.workflow.ping")
+    assert _dispatch(too_deep) == []
+    outcome, reason, detail = _logs(agent)[-1]
+    assert (outcome, reason) == ("skipped", "chain_too_deep")
+    assert "AGENTDESK_MAX_RUN_CHAIN_DEPTH is 2" in detail
+    # Events of people and systems start chains afresh.
+    with tenancy.agency_context(agent.agency_id):
+        fresh = event_emit(agency_id=agent.agency_id, event_type="ai.workflow.ping")
+    [run] = _dispatch(fresh)
+    assert (run.parent_id, run.depth) == (None, 0)
 
 
 # --- agency and site switches --------------------------------------------------------------
