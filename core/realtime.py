@@ -36,6 +36,11 @@ def agency_group(agency_id: uuid.UUID | str) -> str:
     return f"agency.{agency_id}"
 
 
+def user_group(agency_id: uuid.UUID | str, user_id: int) -> str:
+    """One member of one agency: what is meant for that person only (a notification to them)."""
+    return f"agency.{agency_id}.user.{user_id}"
+
+
 class _Publisher:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()

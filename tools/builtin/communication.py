@@ -23,7 +23,7 @@ from django.core import mail
 from django.utils import timezone
 
 from core import tenancy
-from core.realtime import agency_group, broadcast_on_commit
+from core.realtime import agency_group, broadcast_on_commit, user_group
 from crm.models import Contact, EmailMessage, EmailStatus
 from tools.builtin import _args
 from tools.handlers import ToolContext, ToolError, ToolResult
@@ -264,8 +264,10 @@ def notify_user(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         entity="execution",
         entity_id=ctx.execution_id,
     )
+    # To the person named, not the whole agency's dashboards.
+    group = user_group(ctx.agency_id, user_id) if user_id else agency_group(ctx.agency_id)
     broadcast_on_commit(
-        [agency_group(ctx.agency_id)],
+        [group],
         {
             "type": "notification",
             "notification_id": str(event.id),

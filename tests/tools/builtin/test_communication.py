@@ -148,12 +148,19 @@ def test_email_draft_is_stored_as_draft_and_not_sent(
     assert mailoutbox == []
 
 
-def test_notify_user_records_an_event_and_broadcasts_to_the_agency_after_commit(
-    ctx: ToolContext, execution: Execution, django_capture_on_commit_callbacks: Any
+@pytest.mark.parametrize("addressed", [True, False], ids=["to_a_member", "to_the_agency"])
+def test_notify_user_records_an_event_and_broadcasts_to_its_audience_after_commit(
+    addressed: bool,
+    ctx: ToolContext,
+    execution: Execution,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
+    """A notification for one member goes to that member's group only, not to every dashboard
+    of the agency; one for nobody in particular goes to the agency's."""
     member = MembershipFactory.create(agency=execution.agency)
+    args = {"message": "Quote sent", **({"user_id": member.user.email} if addressed else {})}
     with django_capture_on_commit_callbacks() as callbacks:
-        output = call(ctx, "notify_user", {"message": "Quote sent", "user_id": member.user.email})
+        output = call(ctx, "notify_user", args)
     # Run only the broadcast: the event's dispatch would enqueue a Celery task.
     broadcasts = [c for c in callbacks if "broadcast_on_commit" in c.__qualname__]
     assert len(broadcasts) == 1
@@ -162,24 +169,37 @@ def test_notify_user_records_an_event_and_broadcasts_to_the_agency_after_commit(
         _run(broadcasts)
         realtime.flush()
 
-    async def receive_broadcast() -> dict[str, Any]:
+    audience = realtime.user_group(ctx.agency_id, member.user_id)
+    agency = realtime.agency_group(ctx.agency_id)
+    intended, other = (audience, agency) if addressed else (agency, audience)
+
+    async def receive_broadcast() -> tuple[dict[str, Any], bool]:
         layer = get_channel_layer()
-        channel = await layer.new_channel()
-        group = realtime.agency_group(ctx.agency_id)
-        await layer.group_add(group, channel)
+        listening, bystander = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add(intended, listening)
+        await layer.group_add(other, bystander)
         try:
             await asyncio.to_thread(publish)
-            return await asyncio.wait_for(layer.receive(channel), 3)
+            received = await asyncio.wait_for(layer.receive(listening), 3)
+            # Sent in the same batch as the first, had it been sent at all.
+            try:
+                await asyncio.wait_for(layer.receive(bystander), 0.5)
+                overheard = True
+            except TimeoutError:
+                overheard = False
+            return received, overheard
         finally:
-            await layer.group_discard(group, channel)
+            await layer.group_discard(intended, listening)
+            await layer.group_discard(other, bystander)
 
-    message = asyncio.run(receive_broadcast())
+    message, overheard = asyncio.run(receive_broadcast())
+    assert not overheard
 
     with tenancy.agency_context(ctx.agency_id):
         event = Event.objects.get(id=output["notification_id"])
     assert event.event_type == "ai.notification.created"
     assert event.payload["message"] == "Quote sent"
-    assert event.payload["user_id"] == member.user_id
+    assert event.payload["user_id"] == (member.user_id if addressed else None)
     assert message["type"] == "notification"
     assert (message["notification_id"], message["message"]) == (str(event.id), "Quote sent")
     assert message["level"] == "info"
