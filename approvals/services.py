@@ -31,6 +31,10 @@ def approval_decide(
     a double click cannot run the tool twice. Precondition: in the approval's agency context.
     """
     with transaction.atomic():
+        # The run's row first, then the approval's: the order execution_cancel takes them in
+        # (it updates the run's pending approvals), or each could wait for the other.
+        execution_id = Approval.objects.values_list("execution_id", flat=True).get(pk=approval.pk)
+        execution = Execution.objects.select_for_update().get(pk=execution_id)
         locked = Approval.objects.select_for_update().get(pk=approval.pk)
         if locked.status != ApprovalStatus.PENDING:
             raise ApplicationError(
@@ -52,7 +56,6 @@ def approval_decide(
         locked.decision_reason = reason
         locked.edited_arguments = edited_arguments
         locked.save()
-        execution = Execution.objects.select_for_update().get(pk=locked.execution_id)
         if execution.status != ExecutionStatus.WAITING_APPROVAL:
             return locked
         if approve:
