@@ -10,6 +10,7 @@ from django.conf import settings
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from agents.models import Agent
+from core import tenancy
 
 FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 
@@ -36,7 +37,7 @@ def parse_cron(expression: str) -> dict[str, str]:
 
 
 def periodic_task_name(agent: Agent) -> str:
-    return f"agent-schedule:{agent.id}"
+    return f"agent-schedule:{agent.id}"  # (remove_orphaned_schedule spells it from an id)
 
 
 def agent_schedule_sync(agent: Agent) -> PeriodicTask | None:
@@ -63,3 +64,14 @@ def agent_schedule_sync(agent: Agent) -> PeriodicTask | None:
 
 def agent_schedule_remove(agent: Agent) -> None:
     PeriodicTask.objects.filter(name=periodic_task_name(agent)).delete()
+
+
+def remove_orphaned_schedule(agent_id: str) -> bool:
+    """Remove the beat entry of an agent that no longer exists: one deleted with its agency or
+    site (a cascade that does not go through agent_delete). True if there was one. An agent
+    that exists, in any agency, keeps its entry."""
+    with tenancy.platform_context():
+        if Agent.objects.filter(pk=agent_id).exists():
+            return False
+    deleted, _ = PeriodicTask.objects.filter(name=f"agent-schedule:{agent_id}").delete()
+    return bool(deleted)

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime.loop import run_execution as run_loop
+from agents.schedules import remove_orphaned_schedule
 from agents.services import event_dispatch, execution_create_for_tick, execution_resume
 from core import tenancy
 from core.events import send_dispatch
@@ -51,6 +52,8 @@ def run_scheduled(self: Task[Any, Any], agent_id: str) -> str | None:
     """
     agent = Agent.objects.filter(pk=agent_id).first()
     if agent is None:
+        if remove_orphaned_schedule(agent_id):  # beat would send its ticks forever
+            logger.info("agent %s no longer exists: its cron entry is removed", agent_id)
         return None
     execution = execution_create_for_tick(agent, tick_id=self.request.id)
     return str(execution.id) if execution else None

@@ -56,6 +56,30 @@ def test_beat_entry_task_starts_a_scheduled_run_in_the_agents_agency() -> None:
     assert missing.get() is None
 
 
+def test_the_entry_of_an_agent_deleted_with_its_agency_goes_at_its_next_tick() -> None:
+    """Deleting an agency (or a site) deletes its agents by cascade, not through agent_delete:
+    their beat entries stay behind, and beat would send their ticks forever."""
+    from agents.tasks import run_scheduled
+
+    agent = AgentFactory.create(trigger_schedule="0 9 * * *", is_active=True)
+    other = AgentFactory.create(trigger_schedule="0 9 * * *", is_active=True)
+    with tenancy.agency_context(agent.agency_id):
+        agent_schedule_sync(agent)
+    with tenancy.agency_context(other.agency_id):
+        agent_schedule_sync(other)
+    agency_id, name = agent.agency_id, periodic_task_name(agent)
+    with tenancy.platform_context():
+        agent.agency.delete()
+    assert PeriodicTask.objects.filter(name=name).exists()
+
+    tick = run_scheduled.apply(args=[str(agent.id)], kwargs={"agency_id": str(agency_id)})
+    assert tick.get() is None
+    assert not PeriodicTask.objects.filter(name=name).exists()
+    # An agent that exists keeps its entry, whatever agency a message names.
+    run_scheduled.apply(args=[str(other.id)], kwargs={"agency_id": str(agency_id)}).get()
+    assert PeriodicTask.objects.filter(name=periodic_task_name(other)).exists()
+
+
 def test_every_fixed_beat_entry_names_a_registered_task() -> None:
     from django.conf import settings
 
