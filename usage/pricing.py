@@ -13,6 +13,7 @@ from decimal import Decimal
 from django.db.models import Q
 
 from agents.llm import Usage
+from core import tenancy
 from core.catalogue import CatalogueCache
 from usage.models import ModelPrice
 
@@ -52,11 +53,14 @@ def price_for(*, agency_id: uuid.UUID, provider: str, model: str) -> Price:
 
 
 def _load_price(agency_id: uuid.UUID, provider: str, model: str) -> Price:
-    rows = list(
-        ModelPrice.objects.filter(Q(agency_id=agency_id) | Q(agency__isnull=True))
-        .filter(provider=provider, model=model, is_active=True)
-        .order_by("agency_id")  # NULLs last in PostgreSQL: the agency's own price first
-    )
+    # In the agency's context: row-level security shows its own prices only there (the
+    # shared ones everywhere), and the runtime asks from outside any transaction.
+    with tenancy.agency_context(agency_id):
+        rows = list(
+            ModelPrice.objects.filter(Q(agency_id=agency_id) | Q(agency__isnull=True))
+            .filter(provider=provider, model=model, is_active=True)
+            .order_by("agency_id")  # NULLs last in PostgreSQL: the agency's own price first
+        )
     if not rows:
         return FREE
     row = rows[0]

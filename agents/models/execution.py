@@ -97,6 +97,10 @@ class Execution(AgencyOwnedModel):
     )
     stop_reason = models.CharField(max_length=20, choices=StopReason.choices, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # The budget reservation of the model call under way ({"budget_id", "amount"}), committed
+    # with the reservation and cleared when the call's cost is settled: a worker lost during
+    # the call leaves it here, and the run's next claim (or its end) releases it.
+    budget_reservation = models.JSONField(null=True, blank=True)
 
     # Claiming and resuming.
     lease_owner = models.CharField(max_length=200, blank=True)

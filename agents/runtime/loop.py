@@ -391,6 +391,8 @@ class _Run:
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=cost
                 )
+                self.execution.budget_reservation = None
+                tx.changed.add("budget_reservation")
             if final and completion.stop_reason == "max_tokens":
                 # A final answer cut off mid-way is not an answer: kept as the output, but the
                 # run says what happened instead of passing it off as complete.
@@ -523,6 +525,10 @@ class _Run:
             fits, budget_id = usage_services.budget_reserve(
                 agency_id=self.execution.agency_id, amount=amount
             )
+            if fits and budget_id is not None:  # on the run's row, to release if we are lost
+                store.record_budget_reservation(
+                    self.execution, self.worker, budget_id=budget_id, amount=amount
+                )
         if not fits:
             return None
         return (budget_id, amount) if budget_id is not None else True
@@ -534,6 +540,8 @@ class _Run:
                 usage_services.budget_settle(
                     budget_id=reservation[0], reserved=reservation[1], cost=Decimal(0)
                 )
+                self.execution.budget_reservation = None
+                Execution.objects.filter(pk=self.execution.pk).update(budget_reservation=None)
 
     def reload(self) -> None:
         """The execution as committed. A step whose transaction failed had already changed the

@@ -53,9 +53,11 @@ _UPDATABLE = (
     "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost_usd", "llm_call_count",
     "tool_call_count", "lease_owner", "lease_expires_at", "output", "error", "error_details",
     "completed_at", "duration_ms", "wait_until", "input_request", "attempts", "started_at",
-    "config_snapshot",
+    "config_snapshot", "budget_reservation",
 )  # fmt: skip
-_JSON_COLUMNS = frozenset({"error_details", "input_request", "config_snapshot"})
+_JSON_COLUMNS = frozenset(
+    {"error_details", "input_request", "config_snapshot", "budget_reservation"}
+)
 
 
 class LeaseLost(Exception):
@@ -219,7 +221,39 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
         execution.attempts += 1
     execution.started_at = execution.started_at or timezone.now()
     tx.changed |= {"status", "lease_owner", "attempts", "started_at"}
+    if release_budget_reservation(execution):  # a lost worker's model call left it
+        tx.changed.add("budget_reservation")
     return Claim(execution, first_claim, tx)
+
+
+def record_budget_reservation(
+    execution: Execution, worker: str, *, budget_id: uuid.UUID, amount: Decimal
+) -> None:
+    """Note the reservation just made for this worker's model call on the run's row, in the
+    reservation's transaction (fenced: a worker that lost the run rolls both back).
+    Precondition: in the agency's transaction."""
+    execution.budget_reservation = {"budget_id": str(budget_id), "amount": str(amount)}
+    noted = Execution.objects.filter(pk=execution.pk, lease_owner=worker).update(
+        budget_reservation=execution.budget_reservation
+    )
+    if not noted:
+        raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}")
+
+
+def release_budget_reservation(execution: Execution) -> bool:
+    """Give back the reservation of a model call whose cost will never be known (its worker was
+    lost, or the run ended meanwhile); the caller writes ``budget_reservation`` (cleared).
+    Precondition: in the agency's transaction."""
+    held = execution.budget_reservation
+    if not held:
+        return False
+    from usage.services import budget_settle  # noqa: PLC0415 - usage depends on agents
+
+    budget_settle(
+        budget_id=uuid.UUID(held["budget_id"]), reserved=Decimal(held["amount"]), cost=Decimal(0)
+    )
+    execution.budget_reservation = None
+    return True
 
 
 def running_seconds(execution: Execution, steps: Sequence[ExecutionStep]) -> float:
@@ -388,7 +422,7 @@ class StepTransaction:
         )
         self.changed |= {
             "status", "stop_reason", "output", "error", "error_details", "completed_at",
-            "duration_ms", "lease_owner", "wait_until",
+            "duration_ms", "lease_owner", "wait_until", "budget_reservation",
         }  # fmt: skip
         self.finished = True
 
@@ -630,6 +664,7 @@ def finish_execution(
     execution.duration_ms = min(INT4_MAX, max(0, int((now - started).total_seconds() * 1000)))
     execution.lease_owner = ""
     execution.wait_until = None
+    release_budget_reservation(execution)
     _update_agent_stats(execution)
     _record_episode(execution)
     _record_usage(execution)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from decimal import Decimal
 
 import pytest
 
@@ -20,6 +21,7 @@ from core import tenancy
 from crm.models import Contact, Note
 from tests.agents.runtime.conftest import Worker, wait_for
 from tools.models import ToolCall
+from usage.models import Budget, ModelPrice
 
 pytestmark = pytest.mark.slow
 LEASE_SECONDS = 3  # the test workers' AGENTDESK_LEASE_SECONDS
@@ -141,3 +143,44 @@ def test_worker_killed_during_the_model_call_and_the_run_completes(
     _assert_completed_once(execution, contact)
     # The killed call had no persisted reply, so it was made once more.
     assert len(fake_llm_server.requests_for(agent.llm_model)) == 4
+
+
+def test_a_worker_killed_during_a_budgeted_model_call_leaves_no_reservation_behind(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    """The call's reservation is committed before the call; the worker dies during it. The
+    run's next claim gives it back: the day's budget ends with only what the calls cost."""
+    agent, contact = _scripted_agent(make_agent, fake_llm_server, "openai", first_latency=1.5)
+    with tenancy.agency_context(agent.agency_id):
+        Budget.objects.create(agency_id=agent.agency_id, limit_usd=Decimal(5))
+        ModelPrice.objects.create(
+            agency_id=agent.agency_id,
+            provider="openai",
+            model=agent.llm_model,
+            input_per_mtok=Decimal(3),
+            output_per_mtok=Decimal(15),
+        )
+    queue = f"crash-{uuid.uuid4().hex[:8]}"
+    doomed = Worker(queue=queue).start()
+    try:
+        execution = _start_on(queue, agent)
+        deadline = time.monotonic() + 30
+        while not fake_llm_server.requests_for(agent.llm_model):
+            assert time.monotonic() < deadline, "the model was never called"
+            time.sleep(0.02)
+        with tenancy.agency_context(agent.agency_id):
+            held = Execution.objects.get(pk=execution.pk).budget_reservation
+        assert held is not None  # committed before the call
+        assert Decimal(held["amount"]) > 0
+        doomed.kill()  # while the model is still answering
+    finally:
+        doomed.kill()
+    execution = _resume_after_lease_expiry(execution)
+    _assert_completed_once(execution, contact)
+    with tenancy.agency_context(agent.agency_id):
+        budget = Budget.objects.get(agency_id=agent.agency_id)
+    assert execution.budget_reservation is None
+    assert budget.reserved_usd == 0
+    assert budget.used_usd == execution.cost_usd > 0
