@@ -537,11 +537,17 @@ class _Run:
         if isinstance(reservation, tuple):
             self._settle()
             with tenancy.agency_context(self.execution.agency_id):
-                usage_services.budget_settle(
-                    budget_id=reservation[0], reserved=reservation[1], cost=Decimal(0)
-                )
-                self.execution.budget_reservation = None
-                Execution.objects.filter(pk=self.execution.pk).update(budget_reservation=None)
+                # Only while this worker still holds the run: if its lease ran out during the
+                # call, the delivery that claimed the run has given the reservation back (and
+                # the row may hold that delivery's own by now).
+                held = Execution.objects.filter(
+                    pk=self.execution.pk, lease_owner=self.worker, budget_reservation__isnull=False
+                ).update(budget_reservation=None)
+                if held:
+                    usage_services.budget_settle(
+                        budget_id=reservation[0], reserved=reservation[1], cost=Decimal(0)
+                    )
+            self.execution.budget_reservation = None
 
     def reload(self) -> None:
         """The execution as committed. A step whose transaction failed had already changed the

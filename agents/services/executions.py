@@ -162,7 +162,7 @@ def execution_create(
         agent=agent,
         site_id=agent.site_id,
         # Started by another run's event: that run's child, one deeper.
-        parent_id=trigger_event.source_execution_id if trigger_event else None,
+        parent_id=_parent_run(trigger_event),
         depth=trigger_event.chain_depth if trigger_event else 0,
         trigger_type=trigger_type,
         trigger_event=trigger_event,
@@ -182,6 +182,16 @@ def execution_create(
     fastdb.insert_together(execution, *rows, log)  # one round trip
     enqueue_execution(execution, queue=queue)
     return execution
+
+
+def _parent_run(trigger_event: Event | None) -> uuid.UUID | None:
+    """The run whose event this is, if it still exists: one deleted since (with its agent)
+    leaves its children without a parent, not the event without its dispatch (the foreign key
+    would fail the whole dispatch at commit)."""
+    source = trigger_event.source_execution_id if trigger_event else None
+    if source is None:
+        return None
+    return Execution.objects.filter(pk=source).values_list("pk", flat=True).first()
 
 
 # The unique index (migration agents 0011) that lets a cron tick start one run only.

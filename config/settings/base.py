@@ -11,6 +11,7 @@ from urllib.parse import unquote
 
 import django_stubs_ext
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env, service_urls
 
@@ -214,6 +215,8 @@ AGENTDESK_EVENT_REDISPATCH_SECONDS = env.int("AGENTDESK_EVENT_REDISPATCH_SECONDS
 # Agent runs in a row that start each other through events (A's event starts B, B's starts C):
 # the events of a run at this depth start no agent (logged as a chain_too_deep skip).
 AGENTDESK_MAX_RUN_CHAIN_DEPTH = env.int("AGENTDESK_MAX_RUN_CHAIN_DEPTH", default=5)
+if not 0 <= AGENTDESK_MAX_RUN_CHAIN_DEPTH <= 1000:
+    raise ImproperlyConfigured("AGENTDESK_MAX_RUN_CHAIN_DEPTH must be between 0 and 1000.")
 # ...but not once it is this old: its moment has passed, and events left unprocessed by an older
 # version (which did not mark events without subscribers) must not start agents now.
 AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS = env.int(

@@ -15,7 +15,7 @@ from core import tenancy
 from core.events import emitted_by_run, event_emit
 from core.exceptions import ApplicationError
 from core.models import Agency, Event, Site
-from tests.agents.factories import AgentFactory
+from tests.agents.factories import AgentFactory, ExecutionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -207,6 +207,21 @@ def test_a_run_started_by_another_runs_event_is_its_child_and_chains_stop_at_the
         fresh = event_emit(agency_id=agent.agency_id, event_type="ai.workflow.ping")
     [run] = _dispatch(fresh)
     assert (run.parent_id, run.depth) == (None, 0)
+
+
+def test_a_run_started_by_the_event_of_a_run_deleted_since_has_no_parent() -> None:
+    """The source run went with its agent: its event still starts its subscribers (the parent's
+    foreign key would otherwise fail the whole dispatch at commit, for good)."""
+    agent = AgentFactory.create(trigger_events=["ai.workflow.ping"])
+    source = ExecutionFactory.create(
+        agent=AgentFactory.create(agency=agent.agency, site=agent.site), depth=1
+    )
+    with tenancy.agency_context(agent.agency_id), emitted_by_run(source.id, source.depth):
+        event = event_emit(agency_id=agent.agency_id, event_type="ai.workflow.ping")
+    with tenancy.agency_context(agent.agency_id):
+        source.agent.delete()  # its runs with it
+    [run] = _dispatch(event)
+    assert (run.parent_id, run.depth) == (None, 2)
 
 
 # --- agency and site switches --------------------------------------------------------------

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -73,6 +74,29 @@ def _start_on(queue: str, agent: Agent) -> Execution:
     return execution
 
 
+def _kill_during_the_first_model_call(
+    agent: Agent,
+    server: FakeProviderServer,
+    meanwhile: Callable[[Execution], None] | None = None,
+) -> Execution:
+    """Start a run on a worker of its own and SIGKILL it while the model is still answering its
+    first call (the script's first reply must take a while); ``meanwhile`` looks first."""
+    queue = f"crash-{uuid.uuid4().hex[:8]}"
+    doomed = Worker(queue=queue).start()
+    try:
+        execution = _start_on(queue, agent)
+        deadline = time.monotonic() + 30
+        while not server.requests_for(agent.llm_model):
+            assert time.monotonic() < deadline, "the model was never called"
+            time.sleep(0.02)
+        if meanwhile is not None:
+            meanwhile(execution)
+        doomed.kill()
+    finally:
+        doomed.kill()
+    return execution
+
+
 def _resume_after_lease_expiry(execution: Execution) -> Execution:
     """What beat does: once the dead worker's lease runs out, the reaper re-delivers the run
     (to the default queue, served by the session's healthy worker)."""
@@ -128,17 +152,7 @@ def test_worker_killed_during_the_model_call_and_the_run_completes(
     celery_worker: Worker,
 ) -> None:
     agent, contact = _scripted_agent(make_agent, fake_llm_server, kind, first_latency=1.5)
-    queue = f"crash-{uuid.uuid4().hex[:8]}"
-    doomed = Worker(queue=queue).start()
-    try:
-        execution = _start_on(queue, agent)
-        deadline = time.monotonic() + 30
-        while not fake_llm_server.requests_for(agent.llm_model):
-            assert time.monotonic() < deadline, "the model was never called"
-            time.sleep(0.02)
-        doomed.kill()  # while the model is still answering
-    finally:
-        doomed.kill()
+    execution = _kill_during_the_first_model_call(agent, fake_llm_server)
     execution = _resume_after_lease_expiry(execution)
     _assert_completed_once(execution, contact)
     # The killed call had no persisted reply, so it was made once more.
@@ -162,21 +176,17 @@ def test_a_worker_killed_during_a_budgeted_model_call_leaves_no_reservation_behi
             input_per_mtok=Decimal(3),
             output_per_mtok=Decimal(15),
         )
-    queue = f"crash-{uuid.uuid4().hex[:8]}"
-    doomed = Worker(queue=queue).start()
-    try:
-        execution = _start_on(queue, agent)
-        deadline = time.monotonic() + 30
-        while not fake_llm_server.requests_for(agent.llm_model):
-            assert time.monotonic() < deadline, "the model was never called"
-            time.sleep(0.02)
+    held: list[Any] = []
+
+    def reservation_before_the_kill(execution: Execution) -> None:
         with tenancy.agency_context(agent.agency_id):
-            held = Execution.objects.get(pk=execution.pk).budget_reservation
-        assert held is not None  # committed before the call
-        assert Decimal(held["amount"]) > 0
-        doomed.kill()  # while the model is still answering
-    finally:
-        doomed.kill()
+            held.append(Execution.objects.get(pk=execution.pk).budget_reservation)
+
+    execution = _kill_during_the_first_model_call(
+        agent, fake_llm_server, meanwhile=reservation_before_the_kill
+    )
+    assert held[0] is not None  # committed before the call
+    assert Decimal(held[0]["amount"]) > 0
     execution = _resume_after_lease_expiry(execution)
     _assert_completed_once(execution, contact)
     with tenancy.agency_context(agent.agency_id):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import importlib
 import uuid
+from decimal import Decimal
 
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -320,3 +321,56 @@ def test_a_failing_step_body_in_manual_mode_rolls_back_and_leaves_manual_mode(
     assert connection.get_autocommit()
     assert connection.connection.info.transaction_status.name == "IDLE"
     assert _step_numbers(execution) == []
+
+
+def test_a_worker_whose_lease_ran_out_during_its_call_does_not_give_its_reservation_back_twice(
+    live_db: None,
+) -> None:
+    """Worker A reserves for its model call and stalls past its lease; the reaper hands the run
+    to worker B, whose claim gives A's reservation back, and B reserves for its own call. A's
+    call then fails: A must not release again (B's reservation, or another run's, would go)."""
+    from agents.runtime.loop import _Run
+    from agents.runtime.setup import build_snapshot
+    from usage import services as usage_services
+    from usage.models import Budget
+
+    execution = _running_execution("worker-a")
+    agent = execution.agent
+    with tenancy.agency_context(execution.agency_id):
+        budget = Budget.objects.create(agency_id=execution.agency_id, limit_usd=Decimal(10))
+        execution.config_snapshot = dict(build_snapshot(agent, execution))
+        execution.save(update_fields=["config_snapshot"])
+
+    def reserve(run: Execution, worker: str, amount: Decimal) -> None:
+        with tenancy.agency_context(execution.agency_id):
+            fits, budget_id = usage_services.budget_reserve(
+                agency_id=execution.agency_id, amount=amount
+            )
+            assert fits
+            assert budget_id == budget.id
+            store.record_budget_reservation(run, worker, budget_id=budget_id, amount=amount)
+
+    def reserved() -> Decimal:
+        with tenancy.agency_context(execution.agency_id):
+            return Budget.objects.get(pk=budget.pk).reserved_usd
+
+    reserve(execution, "worker-a", Decimal(1))
+    stalled = _Run(execution, agent, "worker-a")
+    with tenancy.agency_context(execution.agency_id):  # the reaper: A's lease ran out
+        Execution.objects.filter(pk=execution.pk).update(
+            lease_owner="", lease_expires_at=timezone.now() - datetime.timedelta(seconds=1)
+        )
+    with tenancy.agency_context(execution.agency_id):
+        claim = store.claim(execution.id, worker="worker-b")
+        assert claim is not None
+        claim.tx.save()
+    assert reserved() == 0  # B's claim gave A's back
+    b_run = claim.execution
+    reserve(b_run, "worker-b", Decimal("0.5"))
+    b_reservation = b_run.budget_reservation
+
+    stalled._release_budget((budget.id, Decimal(1)))  # A's call failed
+
+    assert reserved() == Decimal("0.5")
+    with tenancy.agency_context(execution.agency_id):
+        assert Execution.objects.get(pk=execution.pk).budget_reservation == b_reservation
