@@ -21,7 +21,7 @@ from django.db import connections
 from django.db.models import DateTimeField, Field, Model
 from django.utils import timezone
 
-from core import in_flight, tenancy
+from core import tenancy
 
 # An INSERT's SQL and its values, ready to run alone or inside a larger statement.
 Parts = tuple[str, list[Any]]
@@ -132,7 +132,6 @@ def execute_raw(
     block's settings if they are still to be sent); returns its first row, if any. ``commit``:
     COMMIT the transaction in the same round trip (the caller's outermost atomic block then
     finds nothing to commit and runs its on-commit hooks as usual)."""
-    in_flight.settle()
     connection = connections[using]
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.RawCursor(connection.connection) as cursor:
@@ -175,7 +174,6 @@ def send_with_commit(statement: str, values: list[Any], *, using: str = "default
     pipeline mode, without waiting: PostgreSQL runs both, the durable flush included, while the
     caller works; :meth:`SentCommit.result` collects the outcome. Led by a deferred tenant
     block's settings if they are still to be sent, like :func:`execute_raw`."""
-    in_flight.settle()
     connection = connections[using]
     connection.ensure_connection()
     cursor = psycopg.RawCursor(connection.connection)

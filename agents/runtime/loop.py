@@ -285,9 +285,7 @@ class _Run:
             )
         except _CancelledBeforeRequest:
             self._release_budget(reservation)
-            return self._end(
-                ExecutionStatus.CANCELLED, StopReason.CANCELLED, error="Cancelled on request."
-            )
+            return self._end_cancelled()
         except LLMDeadlineExceeded as exc:
             self._release_budget(reservation)
             return self._end_unless_cancelled(
@@ -336,9 +334,7 @@ class _Run:
 
     def _should_stop(self) -> str | None:
         if self.execution.cancel_requested_at is not None:
-            return self._end(
-                ExecutionStatus.CANCELLED, StopReason.CANCELLED, error="Cancelled on request."
-            )
+            return self._end_cancelled()
         if time.time() >= self.deadline:
             return self._end_unless_cancelled(
                 ExecutionStatus.TIMED_OUT,
@@ -537,17 +533,7 @@ class _Run:
         if isinstance(reservation, tuple):
             self._settle()
             with tenancy.agency_context(self.execution.agency_id):
-                # Only while this worker still holds the run: if its lease ran out during the
-                # call, the delivery that claimed the run has given the reservation back (and
-                # the row may hold that delivery's own by now).
-                held = Execution.objects.filter(
-                    pk=self.execution.pk, lease_owner=self.worker, budget_reservation__isnull=False
-                ).update(budget_reservation=None)
-                if held:
-                    usage_services.budget_settle(
-                        budget_id=reservation[0], reserved=reservation[1], cost=Decimal(0)
-                    )
-            self.execution.budget_reservation = None
+                store.release_budget_reservation(self.execution, holder=self.worker)
 
     def reload(self) -> None:
         """The execution as committed. A step whose transaction failed had already changed the
@@ -568,12 +554,13 @@ class _Run:
         whose commit may still be in flight, brings the cancel flag back with it."""
         self._settle()
         if self.execution.cancel_requested_at is not None:
-            status, stop_reason, error = (
-                ExecutionStatus.CANCELLED,
-                StopReason.CANCELLED,
-                "Cancelled on request.",
-            )
+            return self._end_cancelled()
         return self._end(status, stop_reason, error=error)
+
+    def _end_cancelled(self) -> str:
+        return self._end(
+            ExecutionStatus.CANCELLED, StopReason.CANCELLED, error="Cancelled on request."
+        )
 
     def _end(self, status: str, stop_reason: str, *, error: str = "") -> str:
         self._settle()

@@ -240,19 +240,29 @@ def record_budget_reservation(
         raise LeaseLost(f"execution {execution.id}: lease no longer held by {worker}")
 
 
-def release_budget_reservation(execution: Execution) -> bool:
+def release_budget_reservation(execution: Execution, *, holder: str | None = None) -> bool:
     """Give back the reservation of a model call whose cost will never be known (its worker was
-    lost, or the run ended meanwhile); the caller writes ``budget_reservation`` (cleared).
-    Precondition: in the agency's transaction."""
+    lost, the call failed, or the run ended meanwhile); the caller writes ``budget_reservation``
+    (cleared). ``holder``: the worker whose call it was, which clears the row itself and gives
+    the reservation back only while it still holds the run: if its lease ran out during the
+    call, the delivery that claimed the run has given it back already (and the row may hold
+    that delivery's own by now). True if given back. Precondition: in the agency's transaction.
+    """
     held = execution.budget_reservation
     if not held:
         return False
+    execution.budget_reservation = None
+    if holder is not None:
+        still_held = Execution.objects.filter(
+            pk=execution.pk, lease_owner=holder, budget_reservation__isnull=False
+        ).update(budget_reservation=None)
+        if not still_held:
+            return False
     from usage.services import budget_settle  # noqa: PLC0415 - usage depends on agents
 
     budget_settle(
         budget_id=uuid.UUID(held["budget_id"]), reserved=Decimal(held["amount"]), cost=Decimal(0)
     )
-    execution.budget_reservation = None
     return True
 
 
@@ -578,7 +588,6 @@ def direct_step(execution: Execution, worker: str) -> Iterator[StepTransaction]:
     The body must not query the database; inside a caller's transaction (tests) this is an
     ordinary :func:`step_transaction`.
     """
-    settle_in_flight()
     if connection.in_atomic_block:
         with step_transaction(execution, worker) as tx:
             yield tx
