@@ -134,13 +134,16 @@ def execution_create(
     input: str = "",
     trigger_data: dict[str, Any] | None = None,
     trigger_event: Event | None = None,
+    parent_id: uuid.UUID | None = None,
     triggered_by_id: int | None = None,
     enforce_limits: bool = True,
     queue: str | None = None,
 ) -> Execution | None:
     """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped, see
     :func:`skipped_trigger`) when the agent, its agency or its site is inactive, or the agent is
-    over its run limits. Precondition: in the agent's agency context.
+    over its run limits. ``parent_id``: the run whose event (``trigger_event``) started this
+    one (:func:`event_dispatch` looks it up once per event). Precondition: in the agent's agency
+    context.
 
     Holds the agent's run-limit lock until the caller's transaction ends: a transaction that
     starts runs of several agents must start them in agent id order (as event dispatch does),
@@ -162,7 +165,7 @@ def execution_create(
         agent=agent,
         site_id=agent.site_id,
         # Started by another run's event: that run's child, one deeper.
-        parent_id=_parent_run(trigger_event),
+        parent_id=parent_id,
         depth=trigger_event.chain_depth if trigger_event else 0,
         trigger_type=trigger_type,
         trigger_event=trigger_event,
@@ -184,11 +187,11 @@ def execution_create(
     return execution
 
 
-def _parent_run(trigger_event: Event | None) -> uuid.UUID | None:
+def _parent_run(event: Event) -> uuid.UUID | None:
     """The run whose event this is, if it still exists: one deleted since (with its agent)
     leaves its children without a parent, not the event without its dispatch (the foreign key
     would fail the whole dispatch at commit)."""
-    source = trigger_event.source_execution_id if trigger_event else None
+    source = event.source_execution_id
     if source is None:
         return None
     return Execution.objects.filter(pk=source).values_list("pk", flat=True).first()
@@ -374,6 +377,7 @@ def event_dispatch(*, event: Event) -> list[Execution]:
         if locked.processed_at is not None:
             return []
         started = []
+        parent_id = _parent_run(locked)
         for agent in agents_subscribed(agency_id=locked.agency_id, event_type=locked.event_type):
             trigger_data = {"event_type": locked.event_type, "payload": locked.payload}
             skip = _event_skip(agent, locked)
@@ -392,6 +396,7 @@ def event_dispatch(*, event: Event) -> list[Execution]:
                 trigger_type=TriggerType.EVENT,
                 trigger_data=trigger_data,
                 trigger_event=locked,
+                parent_id=parent_id,
             )
             if execution is not None:
                 started.append(execution)
