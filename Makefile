@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) -m bench.peer_langgraph
 	$(PY) -m bench.concurrency
 	$(PY) -m bench.throughput
+	$(PY) -m bench.floor_throughput
 	$(PY) -m bench.cpu_split
 
 clean:
