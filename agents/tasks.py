@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Agent, Execution, ExecutionStatus
+from agents.runtime import provider_limits
 from agents.runtime.loop import run_execution as run_loop
 from agents.schedules import remove_orphaned_schedule
 from agents.services import event_dispatch, execution_create_for_tick, execution_resume
@@ -110,6 +111,12 @@ def reap_expired_leases() -> int:
     for execution_id, agency_id in due:
         with tenancy.agency_context(agency_id):
             execution = Execution.objects.get(pk=execution_id)
+            if execution.input_request.get("kind") == provider_limits.INPUT_REQUEST_KIND:
+                # Nothing happened that the model should hear of: its next call may go out.
+                execution_resume(
+                    execution=execution, observation=None, reason="provider rate limit window over"
+                )
+                continue
             execution_resume(
                 execution=execution,
                 observation=f"The wait is over (it was set until {execution.wait_until}).",

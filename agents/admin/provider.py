@@ -37,9 +37,11 @@ class LLMProviderAdmin(AgencyScopedAdmin):
             "Limits",
             {
                 "fields": ["requests_per_minute", "tokens_per_minute"],
-                # Said plainly until the runtime throttles by them.
-                "description": "Recorded for reference; not enforced by AgentDesk yet. The "
-                "provider's own rate limits (HTTP 429) are retried with backoff, honouring "
+                "description": "Kept by every worker together, per minute: a run that "
+                "reaches either limit waits (status waiting_input, without a worker) until the "
+                "next minute and then goes on. Empty or 0: no limit. Tokens are counted when a "
+                "reply arrives, so the last call of a minute can go over the token limit. The "
+                "provider's own rate limits (HTTP 429) are still retried with backoff, honouring "
                 "Retry-After.",
             },
         ),

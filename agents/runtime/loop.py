@@ -35,7 +35,7 @@ from agents.llm import (
 )
 from agents.llm.types import unique_call_id
 from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, StepType, StopReason
-from agents.runtime import store
+from agents.runtime import provider_limits, store
 from agents.runtime.context import (
     ConfigSnapshot,
     initial_messages,
@@ -45,7 +45,7 @@ from agents.runtime.context import (
     tool_result_message,
 )
 from agents.runtime.faults import crash_point
-from agents.runtime.providers import provider_config_for
+from agents.runtime.providers import provider_config_for, provider_limits_for
 from agents.runtime.setup import build_snapshot
 from agents.services.executions import cancel_pending_decisions
 from core import tenancy
@@ -192,6 +192,7 @@ class _Run:
             provider = self._provider()
         except LLMError as exc:
             return self._end(ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc))
+        limits = provider_limits_for(self.agent, agency_id=self.execution.agency_id)
         if pending:
             # The reply's calls run in order, so the pending ones are its last: their positions
             # in the reply continue after the answered ones (max_tool_calls_per_step counts them).
@@ -217,6 +218,9 @@ class _Run:
                     error=f"Reached max_steps_per_run ({self.snapshot['max_steps_per_run']}) "
                     "before a final answer.",
                 )
+            refusal = provider_limits.acquire(limits)
+            if refusal is not None:
+                return self._defer(refusal)
             reservation = self._reserve_budget(price, messages)
             if reservation is None:
                 return self._end_unless_cancelled(
@@ -233,6 +237,7 @@ class _Run:
             reply = completion.to_message()
             ended = self._think(completion, reply, price, reservation, started)
             crash_point("think_committed")
+            provider_limits.count_tokens(limits, completion.usage.total_tokens)
             messages.append(reply)
             if ended is not None:
                 return ended
@@ -328,6 +333,28 @@ class _Run:
         if calls == list(completion.tool_calls):
             return completion
         return dataclasses.replace(completion, tool_calls=tuple(calls))
+
+    def _defer(self, refusal: provider_limits.Refusal) -> str:
+        """The provider's own limit is reached: the run waits for the next window without a
+        worker (beat's timer check resumes it, agents.tasks) instead of failing."""
+        self._settle()  # the last tool result's commit brings the cancel flag as of now
+        if self.execution.cancel_requested_at is not None:
+            return self._end_cancelled()
+        until = datetime.datetime.fromtimestamp(refusal.retry_at, tz=datetime.UTC)
+        limit = refusal.describe(self.snapshot["llm_provider"])
+        with store.step_transaction(self.execution, self.worker) as tx:
+            tx.park(
+                ExecutionStatus.WAITING_INPUT,
+                reason=f"LLM provider rate limit: {limit}",
+                wait_until=until,
+                input_request={
+                    "kind": provider_limits.INPUT_REQUEST_KIND,
+                    "limit": refusal.limit,
+                    "value": refusal.value,
+                    "until": until.isoformat(),
+                },
+            )
+        return ExecutionStatus.WAITING_INPUT
 
     def _provider(self) -> Provider:
         return get_provider(provider_config_for(self.agent, agency_id=self.execution.agency_id))

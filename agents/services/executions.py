@@ -294,8 +294,9 @@ def execution_cancel(*, execution: Execution, reason: str = "Cancelled on reques
         return locked
 
 
-def execution_resume(*, execution: Execution, observation: str, reason: str) -> Execution:
-    """A waiting run becomes pending again, with what it waited for as a new observation.
+def execution_resume(*, execution: Execution, observation: str | None, reason: str) -> Execution:
+    """A waiting run becomes pending again, with what it waited for as a new observation
+    (None: nothing for the model to see, e.g. the end of a provider rate limit's window).
 
     Used by the ``wait`` timer (and answered questions). Precondition: agency context.
     """
@@ -303,15 +304,16 @@ def execution_resume(*, execution: Execution, observation: str, reason: str) -> 
         locked = Execution.objects.select_for_update().get(pk=execution.pk)
         if locked.status not in (ExecutionStatus.WAITING_INPUT, ExecutionStatus.WAITING_APPROVAL):
             return locked
-        locked.current_step += 1
-        locked.steps.create(
-            agency_id=locked.agency_id,
-            step_number=locked.current_step,
-            step_type=StepType.OBSERVE,
-            input_text=observation,
-            started_at=timezone.now(),
-            completed_at=timezone.now(),
-        )
+        if observation is not None:
+            locked.current_step += 1
+            locked.steps.create(
+                agency_id=locked.agency_id,
+                step_number=locked.current_step,
+                step_type=StepType.OBSERVE,
+                input_text=observation,
+                started_at=timezone.now(),
+                completed_at=timezone.now(),
+            )
         store.record_transition(
             locked, ExecutionStatus.PENDING, reason=reason, transition_type=TransitionType.NORMAL
         )

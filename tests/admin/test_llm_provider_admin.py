@@ -112,11 +112,11 @@ def test_another_agencys_provider_is_404(client: Client, other_agency: Agency) -
     assert reload(theirs).get_api_key() == RAW_API_KEY
 
 
-def test_the_limits_section_says_they_are_not_enforced(client: Client, agency: Agency) -> None:
-    """Stored but not acted on yet: the page must not let staff believe otherwise."""
+def test_the_limits_section_says_how_they_are_kept(client: Client, agency: Agency) -> None:
+    """Staff must know what reaching a limit does to a run (it waits, it does not fail)."""
     provider = LLMProviderFactory.create(agency=agency)
     page = client.get(change_url(provider)).content.decode()
-    assert "not enforced by AgentDesk yet" in page
+    assert "waits (status waiting_input, without a worker) until the next minute" in page
 
 
 def test_only_agency_admins_change_provider_credentials(
