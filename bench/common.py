@@ -151,10 +151,14 @@ class CpuMeter:
             for name, after in self.after.items()
         }
 
-    def report(self, units: int, unit: str) -> dict[str, Any]:
+    def report(
+        self, units: int, unit: str, *, measured_elsewhere: dict[str, float] | None = None
+    ) -> dict[str, Any]:
         """CPU milliseconds per ``unit`` by group and in total, how busy the machine's cores
-        were, and the rate the total allows when every core is busy (a CPU-bound ceiling)."""
-        used = self.cpu_seconds()
+        were, and the rate the total allows when every core is busy (a CPU-bound ceiling).
+        ``measured_elsewhere``: CPU seconds of groups the meter could not read (processes that
+        counted their own before they exited)."""
+        used = self.cpu_seconds() | (measured_elsewhere or {})
         total = sum(used.values())
         cores = os.cpu_count() or 1
         per_unit = {name: round(seconds * 1000 / units, 3) for name, seconds in used.items()}

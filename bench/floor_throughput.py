@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import resource
 import threading
 import time
@@ -167,20 +166,6 @@ def _worker(
         release.wait()
 
 
-def _cpu_report(used: dict[str, float], steps: int, seconds: float) -> dict[str, Any]:
-    total = sum(used.values())
-    cores = os.cpu_count() or 1
-    return {
-        "cpu_ms_per_step": {
-            **{name: round(value * 1000 / steps, 3) for name, value in used.items()},
-            "total": round(total * 1000 / steps, 3),
-        },
-        "cores": cores,
-        "cores_busy_fraction": round(total / (cores * seconds), 2),
-        "cpu_bound_ceiling_steps_per_second": round(steps * cores / total, 1),
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
@@ -249,7 +234,7 @@ def main() -> None:
         "expected_steps": expected,
         "seconds": round(seconds, 3),
         "durable_steps_per_second": round(steps / seconds, 1),
-        **_cpu_report(meter.cpu_seconds() | {"workers": worker_cpu.value}, steps, seconds),
+        **meter.report(steps, "step", measured_elsewhere={"workers": worker_cpu.value}),
     }
     print(facts.describe())
     print(json.dumps(report, indent=2))
