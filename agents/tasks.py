@@ -97,9 +97,9 @@ def reap_expired_leases() -> int:
         )
         Execution.objects.filter(pk__in=[pk for pk, _ in lost]).update(updated_at=now)
         due = list(
-            Execution.objects.filter(
-                status=ExecutionStatus.WAITING_INPUT, wait_until__lte=now
-            ).values_list("id", "agency_id")[:REAPER_BATCH]
+            Execution.objects.filter(status=ExecutionStatus.WAITING_INPUT, wait_until__lte=now)
+            .order_by("wait_until")  # the longest overdue first, when there are more than a batch
+            .values_list("id", "agency_id")[:REAPER_BATCH]
         )
     undispatched = _events_to_dispatch_again(now)
     for execution_id, agency_id in stale:
@@ -114,13 +114,17 @@ def reap_expired_leases() -> int:
             if execution.input_request.get("kind") == provider_limits.INPUT_REQUEST_KIND:
                 # Nothing happened that the model should hear of: its next call may go out.
                 execution_resume(
-                    execution=execution, observation=None, reason="provider rate limit window over"
+                    execution=execution,
+                    observation=None,
+                    reason="provider rate limit window over",
+                    due_at=now,
                 )
                 continue
             execution_resume(
                 execution=execution,
                 observation=f"The wait is over (it was set until {execution.wait_until}).",
                 reason="wait timer due",
+                due_at=now,
             )
     for event_id, agency_id in undispatched:
         logger.warning("event %s: still unprocessed, dispatching it again", event_id)

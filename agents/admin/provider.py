@@ -39,10 +39,10 @@ class LLMProviderAdmin(AgencyScopedAdmin):
                 "fields": ["requests_per_minute", "tokens_per_minute"],
                 "description": "Kept by every worker together, per minute: a run that "
                 "reaches either limit waits (status waiting_input, without a worker) until the "
-                "next minute and then goes on. Empty or 0: no limit. Tokens are counted when a "
-                "reply arrives, so the last call of a minute can go over the token limit. The "
-                "provider's own rate limits (HTTP 429) are still retried with backoff, honouring "
-                "Retry-After.",
+                "next minute and then goes on. Empty or 0: no limit. Each call reserves its "
+                "estimated input plus the agent's max tokens, then counts what it really used. "
+                "The provider's own rate limits (HTTP 429) are still retried with backoff, "
+                "honouring Retry-After.",
             },
         ),
         ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),

@@ -47,7 +47,7 @@ from agents.runtime.context import (
 from agents.runtime.faults import crash_point
 from agents.runtime.providers import provider_config_for, provider_limits_for
 from agents.runtime.setup import build_snapshot
-from agents.services.executions import cancel_pending_decisions
+from agents.services.executions import cancel_pending_decisions, execution_cancel
 from core import tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
@@ -63,6 +63,11 @@ TOOL_SAVEPOINT = "agentdesk_tool"
 MODEL_NAME_MAX = ExecutionStep._meta.get_field("model").max_length or 100
 # Rough size of a token, to estimate a call's input for the budget reservation.
 CHARS_PER_TOKEN = 4
+
+
+def _input_tokens(messages: list[Message]) -> int:
+    """A call's input in tokens, estimated from its messages (before the provider counts it)."""
+    return sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
 
 
 def worker_id() -> str:
@@ -218,9 +223,11 @@ class _Run:
                     error=f"Reached max_steps_per_run ({self.snapshot['max_steps_per_run']}) "
                     "before a final answer.",
                 )
-            refusal = provider_limits.acquire(limits)
-            if refusal is not None:
-                return self._defer(refusal)
+            slot = provider_limits.acquire(
+                limits, tokens=_input_tokens(messages) + self.snapshot["max_tokens"]
+            )
+            if isinstance(slot, provider_limits.Refusal):
+                return self._defer(slot)
             reservation = self._reserve_budget(price, messages)
             if reservation is None:
                 return self._end_unless_cancelled(
@@ -237,7 +244,7 @@ class _Run:
             reply = completion.to_message()
             ended = self._think(completion, reply, price, reservation, started)
             crash_point("think_committed")
-            provider_limits.count_tokens(limits, completion.usage.total_tokens)
+            provider_limits.settle(limits, slot, completion.usage.total_tokens)
             messages.append(reply)
             if ended is not None:
                 return ended
@@ -354,7 +361,15 @@ class _Run:
                     "until": until.isoformat(),
                 },
             )
-        return ExecutionStatus.WAITING_INPUT
+        return self._parked(ExecutionStatus.WAITING_INPUT)
+
+    def _parked(self, status: str) -> str:
+        """A cancel requested while the park was being written comes back with it: the waiting
+        run is cancelled now, as any waiting run is, not when it would next be resumed."""
+        if self.execution.cancel_requested_at is None:
+            return status
+        with tenancy.agency_context(self.execution.agency_id):
+            return str(execution_cancel(execution=self.execution).status)
 
     def _provider(self) -> Provider:
         return get_provider(provider_config_for(self.agent, agency_id=self.execution.agency_id))
@@ -448,6 +463,7 @@ class _Run:
         """Run the reply's tool calls in order (``first``: the position of ``calls[0]`` in the
         reply); returns a status when the run parks or ends."""
         limit = self.snapshot["max_tool_calls_per_step"]
+        parked: str | None = None  # set (and the loop left) when a call parks the run
         for index, call in enumerate(calls, start=first):
             stop = self._should_stop()
             if stop is not None:
@@ -480,7 +496,8 @@ class _Run:
                             ExecutionStatus.WAITING_APPROVAL,
                             reason=f"{call.name} needs approval ({outcome.approval.risk_level})",
                         )
-                        return ExecutionStatus.WAITING_APPROVAL
+                        parked = ExecutionStatus.WAITING_APPROVAL
+                        break  # leaves the with block (it commits) and the loop
                     output, park_until = outcome.output, outcome.park_until
                     for callback in outcome.after_commit:
                         transaction.on_commit(callback)
@@ -509,7 +526,9 @@ class _Run:
             crash_point("tool_commit_sent" if tx.commit_sent else "tool_committed")
             messages.append(tool_result_message(call.id, output))
             if park_until is not None:
-                return ExecutionStatus.WAITING_INPUT
+                return self._parked(ExecutionStatus.WAITING_INPUT)
+        if parked is not None:  # the approval gate parked the run; its transaction committed
+            return self._parked(parked)
         return None
 
     def _request(
@@ -538,9 +557,8 @@ class _Run:
         if usage_services.known_without_budget(self.execution.agency_id):
             return True  # no query, no transaction: the common case stays off the hot path
         self._settle()
-        estimate = sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
         amount = price.max_cost(
-            input_tokens=estimate, max_output_tokens=self.snapshot["max_tokens"]
+            input_tokens=_input_tokens(messages), max_output_tokens=self.snapshot["max_tokens"]
         )
         if amount <= 0:
             amount = Decimal(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import uuid
 from typing import Any
@@ -294,15 +295,25 @@ def execution_cancel(*, execution: Execution, reason: str = "Cancelled on reques
         return locked
 
 
-def execution_resume(*, execution: Execution, observation: str | None, reason: str) -> Execution:
+def execution_resume(
+    *,
+    execution: Execution,
+    observation: str | None,
+    reason: str,
+    due_at: datetime.datetime | None = None,
+) -> Execution:
     """A waiting run becomes pending again, with what it waited for as a new observation
     (None: nothing for the model to see, e.g. the end of a provider rate limit's window).
+    ``due_at``: resume only a run whose timer is due by then (checked under the row's lock: a
+    due list read earlier may name a run that was resumed, and parked again, meanwhile).
 
     Used by the ``wait`` timer (and answered questions). Precondition: agency context.
     """
     with transaction.atomic():
         locked = Execution.objects.select_for_update().get(pk=execution.pk)
         if locked.status not in (ExecutionStatus.WAITING_INPUT, ExecutionStatus.WAITING_APPROVAL):
+            return locked
+        if due_at is not None and (locked.wait_until is None or locked.wait_until > due_at):
             return locked
         if observation is not None:
             locked.current_step += 1

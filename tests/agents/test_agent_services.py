@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
-from agents.models import Agent, AgentTemplate
+from agents.models import Agent, AgentTemplate, Execution, ExecutionStatus
 from agents.services import (
     agent_activate,
     agent_create,
@@ -16,10 +18,12 @@ from agents.services import (
     agent_delete,
     agent_duplicate,
     agent_update,
+    execution_resume,
 )
 from core import tenancy
 from core.exceptions import ApplicationError
 from core.models import Event, Site
+from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory, SiteFactory
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +108,21 @@ def test_duplicate_and_create_from_template(site: Site) -> None:
         copy = agent_duplicate(agent=agent)
         assert copy.slug != agent.slug
         assert copy.goals.count() == agent.goals.count()
+
+
+def test_a_timer_resume_leaves_a_run_whose_wait_is_not_over(site: Site) -> None:
+    """beat reads its due list before it resumes each run: one resumed (and parked again) in
+    between, by an overlapping tick, must not be woken before its new time."""
+    agent = AgentFactory.create(agency=site.agency, site=site)
+    now = timezone.now()
+    with tenancy.agency_context(site.agency_id):
+        execution = Execution.objects.create(
+            agency_id=site.agency_id, agent=agent, site=site, trigger_type="manual",
+            status=ExecutionStatus.WAITING_INPUT, wait_until=now + datetime.timedelta(seconds=50),
+        )  # fmt: skip
+        kept = execution_resume(execution=execution, observation=None, reason="t", due_at=now)
+        assert kept.status == ExecutionStatus.WAITING_INPUT
+        Execution.objects.filter(pk=execution.pk).update(wait_until=now)
+        resumed = execution_resume(execution=execution, observation=None, reason="t", due_at=now)
+        assert resumed.status == ExecutionStatus.PENDING
+        assert not resumed.steps.exists()  # no observation was asked for

@@ -5,19 +5,24 @@ reaches a limit waits for the next window without a worker, and beat resumes it.
 from __future__ import annotations
 
 import datetime
+import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+import redis
+from django.db import connection
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, LLMProvider, StepType
-from agents.runtime import provider_limits
-from agents.runtime.provider_limits import KEY_PREFIX, ProviderLimits, Refusal
-from agents.services import execution_create
+from agents.runtime import provider_limits, store
+from agents.runtime.loop import run_execution
+from agents.runtime.provider_limits import KEY_PREFIX, ProviderLimits, Refusal, Slot
+from agents.services import execution_cancel, execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
 from tests.agents.runtime.conftest import Worker, wait_for
@@ -26,7 +31,8 @@ from tools.ratelimit import get_redis
 # 15 s into a minute: the window arithmetic is exact and no test straddles a real boundary.
 T0 = 1_900_000_800.0 + 15
 # How far from a minute's end the real-time tests keep (a run's two calls take milliseconds).
-SAFETY = datetime.timedelta(seconds=3)
+SAFETY = datetime.timedelta(seconds=10)
+UNREACHABLE = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 
 
 @pytest.fixture
@@ -55,8 +61,8 @@ def _counters(provider: uuid.UUID) -> dict[str, int]:
     uuid.uuid4(), requests_per_minute=0, tokens_per_minute=0)])  # fmt: skip
 def test_no_limits_allow_every_call_and_keep_no_counters(limits: ProviderLimits | None) -> None:
     for _ in range(20):
-        assert provider_limits.acquire(limits, now=T0) is None
-        provider_limits.count_tokens(limits, 1000, now=T0)
+        assert provider_limits.acquire(limits, tokens=500, now=T0) is None
+        provider_limits.settle(limits, Slot(window=int(T0 - 15), tokens=500), 1000)
     if limits is not None:
         assert _counters(limits.provider_id) == {}
 
@@ -65,33 +71,65 @@ def test_the_request_limit_refuses_the_call_after_n_until_the_window_ends(
     provider_id: uuid.UUID,
 ) -> None:
     limits = ProviderLimits(provider_id, requests_per_minute=3)
-    assert [provider_limits.acquire(limits, now=T0 + i) for i in range(3)] == [None] * 3
+    window = int(T0 - 15)
+    granted = [provider_limits.acquire(limits, tokens=100, now=T0 + i) for i in range(3)]
+    assert granted == [Slot(window=window, tokens=0)] * 3  # no token limit: nothing reserved
     refusal = provider_limits.acquire(limits, now=T0 + 10)
-    assert refusal == Refusal(limit="requests_per_minute", value=3, retry_at=T0 - 15 + 60)
+    assert refusal == Refusal(limit="requests_per_minute", value=3, retry_at=window + 60)
     assert _counters(provider_id) == {"requests": 3}  # a refused call is not counted
-    assert provider_limits.acquire(limits, now=T0 + 45) is None  # the next minute
+    assert isinstance(provider_limits.acquire(limits, now=T0 + 45), Slot)  # the next minute
 
 
-def test_the_token_limit_refuses_once_the_window_used_it_up(provider_id: uuid.UUID) -> None:
+def test_the_token_limit_reserves_each_calls_estimate_and_counts_what_it_used(
+    provider_id: uuid.UUID,
+) -> None:
     limits = ProviderLimits(provider_id, requests_per_minute=100, tokens_per_minute=1000)
-    assert provider_limits.acquire(limits, now=T0) is None
-    provider_limits.count_tokens(limits, 600, now=T0)
-    assert provider_limits.acquire(limits, now=T0 + 1) is None  # 600 < 1000: may go out
-    provider_limits.count_tokens(limits, 700, now=T0 + 2)  # the last call may overshoot
-    refusal = provider_limits.acquire(limits, now=T0 + 3)
-    assert refusal is not None
-    assert (refusal.limit, refusal.value, refusal.retry_at) == ("tokens_per_minute", 1000, T0 + 45)
-    # Refused by the tokens, the request was not counted either.
-    assert _counters(provider_id) == {"requests": 2, "tokens": 1300}
-    assert provider_limits.acquire(limits, now=T0 + 46) is None
+    first = provider_limits.acquire(limits, tokens=300, now=T0)
+    assert first == Slot(window=int(T0 - 15), tokens=300)
+    assert _counters(provider_id)["tokens"] == 300  # reserved before the call goes out
+    # A call whose estimate does not fit beside what the window holds waits...
+    assert isinstance(provider_limits.acquire(limits, tokens=800, now=T0 + 1), Refusal)
+    # ...one that fits goes out.
+    second = provider_limits.acquire(limits, tokens=600, now=T0 + 1)
+    assert isinstance(second, Slot)
+    assert _counters(provider_id)["tokens"] == 900
+    provider_limits.settle(limits, first, 250)  # replies: what the calls really used
+    provider_limits.settle(limits, second, 800)
+    assert _counters(provider_id) == {"requests": 2, "tokens": 1050}
+    refusal = provider_limits.acquire(limits, tokens=0, now=T0 + 3)
+    assert refusal == Refusal(limit="tokens_per_minute", value=1000, retry_at=T0 + 45)
+    assert _counters(provider_id)["requests"] == 2  # refused by the tokens: not counted
+    # The next window is empty: a call bigger than the whole limit still goes out, alone.
+    big = provider_limits.acquire(limits, tokens=5000, now=T0 + 46)
+    assert big == Slot(window=int(T0 + 45), tokens=5000)
+    assert isinstance(provider_limits.acquire(limits, tokens=1, now=T0 + 47), Refusal)
+
+
+def test_settling_after_the_window_expired_creates_no_counter(provider_id: uuid.UUID) -> None:
+    limits = ProviderLimits(provider_id, tokens_per_minute=1000)
+    provider_limits.settle(limits, Slot(window=int(T0 - 15), tokens=300), 50)
+    assert _counters(provider_id) == {}
+
+
+def test_an_unreachable_redis_lets_calls_through_and_never_raises(
+    provider_id: uuid.UUID, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    unreachable = redis.Redis.from_url(UNREACHABLE, socket_connect_timeout=1, socket_timeout=1)
+    monkeypatch.setattr(provider_limits, "get_redis", lambda: unreachable)
+    limits = ProviderLimits(provider_id, requests_per_minute=1, tokens_per_minute=10)
+    with caplog.at_level(logging.WARNING, logger="agents.runtime.provider_limits"):
+        assert provider_limits.acquire(limits, tokens=5, now=T0) is None
+        provider_limits.settle(limits, Slot(window=int(T0 - 15), tokens=5), 50)
+    assert "rate limits cannot be kept" in caplog.text
+    assert "tokens not counted" in caplog.text
 
 
 def test_counters_are_per_provider(provider_id: uuid.UUID) -> None:
     other = uuid.uuid4()
     try:
-        assert provider_limits.acquire(ProviderLimits(provider_id, 1), now=T0) is None
-        assert provider_limits.acquire(ProviderLimits(provider_id, 1), now=T0) is not None
-        assert provider_limits.acquire(ProviderLimits(other, 1), now=T0) is None
+        assert isinstance(provider_limits.acquire(ProviderLimits(provider_id, 1), now=T0), Slot)
+        assert isinstance(provider_limits.acquire(ProviderLimits(provider_id, 1), now=T0), Refusal)
+        assert isinstance(provider_limits.acquire(ProviderLimits(other, 1), now=T0), Slot)
     finally:
         _forget_counters(other)
 
@@ -105,9 +143,9 @@ def test_concurrent_calls_get_exactly_the_limit(provider_id: uuid.UUID) -> None:
     def call() -> None:
         barrier.wait()
         for _ in range(3):
-            refusal = provider_limits.acquire(limits, now=T0)
+            granted = provider_limits.acquire(limits, now=T0)
             with lock:
-                allowed.append(refusal is None)
+                allowed.append(isinstance(granted, Slot))
 
     threads = [threading.Thread(target=call) for _ in range(30)]
     for thread in threads:
@@ -134,6 +172,12 @@ def _limited_agent(
         for name, value in limits.items():
             setattr(provider, name, value)
         provider.save()
+    # The next minute starts full: a run's second call is refused even if it crosses into it.
+    after = (int(time.time()) // 60 + 1) * 60
+    client = get_redis()
+    for counter, name in (("requests", "requests_per_minute"), ("tokens", "tokens_per_minute")):
+        if limits.get(name):
+            client.set(f"{KEY_PREFIX}:{provider.id}:{counter}:{after}", limits[name], ex=125)
     return agent, provider
 
 
@@ -215,9 +259,108 @@ def test_the_tokens_a_run_used_count_against_the_token_limit(
         execution = wait_for(_start(agent), {"waiting_input", "completed", "failed"})
         assert execution.status == ExecutionStatus.WAITING_INPUT, execution.error
         assert execution.input_request["limit"] == "tokens_per_minute"
-        assert _counters(provider.id)["tokens"] == execution.tokens_total > 0
+        assert execution.wait_until is not None
+        window = int(execution.wait_until.timestamp()) - 60  # the minute the run was refused in
+        used = get_redis().get(f"{KEY_PREFIX}:{provider.id}:tokens:{window}")
+        assert int(used or 0) == execution.tokens_total > 0  # what it used, not its estimate
         _window_over(execution, provider)
         assert reap_expired_leases() >= 1
         assert wait_for(execution).status == ExecutionStatus.COMPLETED
     finally:
         _forget_counters(provider.id)
+
+
+@pytest.mark.slow
+def test_a_run_waiting_for_the_window_is_cancelled_at_once_and_not_resumed(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent, provider = _limited_agent(make_agent, fake_llm_server, "openai", requests_per_minute=1)
+    try:
+        execution = wait_for(_start(agent), {"waiting_input", "completed", "failed"})
+        assert execution.status == ExecutionStatus.WAITING_INPUT, execution.error
+        with tenancy.agency_context(agent.agency_id):
+            cancelled = execution_cancel(execution=execution)
+        assert cancelled.status == ExecutionStatus.CANCELLED
+        _window_over(execution, provider)
+        reap_expired_leases()
+        with tenancy.agency_context(agent.agency_id):
+            execution.refresh_from_db()
+        assert execution.status == ExecutionStatus.CANCELLED
+        assert len(fake_llm_server.requests_for(agent.llm_model)) == 1
+    finally:
+        _forget_counters(provider.id)
+
+
+# --- in this process: the run's thread, the real database, Redis and fake provider --------------
+
+
+def _pending(agent: Agent) -> Execution:
+    with tenancy.agency_context(agent.agency_id):
+        execution = Execution.objects.create(
+            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
+            trigger_type="manual", input="Find Ada.",
+        )  # fmt: skip
+        store.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
+        execution.save()
+    return execution
+
+
+def _reloaded(execution: Execution) -> Execution:
+    with tenancy.agency_context(execution.agency_id):
+        return Execution.objects.get(pk=execution.pk)
+
+
+def test_with_redis_unreachable_a_limited_run_goes_on_unthrottled(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent, provider = _limited_agent(
+        make_agent, fake_llm_server, "openai", requests_per_minute=1, tokens_per_minute=10
+    )
+    _forget_counters(provider.id)
+    unreachable = redis.Redis.from_url(UNREACHABLE, socket_connect_timeout=1, socket_timeout=1)
+    monkeypatch.setattr(provider_limits, "get_redis", lambda: unreachable)
+    execution = _pending(agent)
+    assert run_execution(execution.id, agency_id=agent.agency_id) == "completed"
+    assert _reloaded(execution).status == ExecutionStatus.COMPLETED
+    assert len(fake_llm_server.requests_for(agent.llm_model)) == 2
+
+
+def test_a_cancel_that_lands_while_the_run_parks_cancels_it_at_once(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent, provider = _limited_agent(make_agent, fake_llm_server, "openai", requests_per_minute=1)
+    execution = _pending(agent)
+    acquire = provider_limits.acquire
+
+    def cancelled_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        granted = acquire(*args, **kwargs)
+        if isinstance(granted, Refusal):  # someone cancels from elsewhere, just now
+            thread = threading.Thread(target=_cancel, args=(execution,))
+            thread.start()
+            thread.join()
+        return granted
+
+    monkeypatch.setattr(provider_limits, "acquire", cancelled_meanwhile)
+    try:
+        assert run_execution(execution.id, agency_id=agent.agency_id) == "cancelled"
+        ended = _reloaded(execution)
+        assert ended.status == ExecutionStatus.CANCELLED  # not left waiting for the minute
+        assert ended.wait_until is None
+    finally:
+        _forget_counters(provider.id)
+
+
+def _cancel(execution: Execution) -> None:
+    try:
+        with tenancy.agency_context(execution.agency_id):
+            running = Execution.objects.get(pk=execution.pk)
+            assert running.status == ExecutionStatus.RUNNING  # so the worker is only asked
+            execution_cancel(execution=running)
+    finally:
+        connection.close()
