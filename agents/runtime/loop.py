@@ -223,11 +223,14 @@ class _Run:
                     error=f"Reached max_steps_per_run ({self.snapshot['max_steps_per_run']}) "
                     "before a final answer.",
                 )
-            slot = provider_limits.acquire(
-                limits, tokens=_input_tokens(messages) + self.snapshot["max_tokens"]
-            )
-            if isinstance(slot, provider_limits.Refusal):
-                return self._defer(slot)
+            slot: provider_limits.Slot | None = None
+            if limits is not None and limits.any:  # (no estimate to make without limits)
+                granted = provider_limits.acquire(
+                    limits, tokens=_input_tokens(messages) + self.snapshot["max_tokens"]
+                )
+                if isinstance(granted, provider_limits.Refusal):
+                    return self._defer(granted)
+                slot = granted
             reservation = self._reserve_budget(price, messages)
             if reservation is None:
                 return self._end_unless_cancelled(
