@@ -284,18 +284,9 @@ def looping_agent(server: Any, iterations: int) -> Any:
 
 def pending_execution(agent: Any) -> Execution:
     """A manual run of ``agent``, pending, its task not sent: the benchmark runs it in process."""
-    from agents.models import Execution, ExecutionStatus  # noqa: PLC0415
-    from agents.runtime import store  # noqa: PLC0415
-    from core import tenancy  # noqa: PLC0415
+    from tests.agents.runtime.conftest import pending_execution as pending  # noqa: PLC0415
 
-    with tenancy.agency_context(agent.agency_id):
-        execution = Execution.objects.create(
-            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
-            trigger_type="manual", input="Look Ada up, again and again.",
-        )  # fmt: skip
-        store.record_transition(execution, ExecutionStatus.PENDING, reason="bench", created=True)
-        execution.save()
-    return execution
+    return pending(agent, input_text="Look Ada up, again and again.")
 
 
 def writing_transactions(execution_id: Any) -> int:

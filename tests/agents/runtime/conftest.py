@@ -18,7 +18,8 @@ import pytest
 from django.conf import settings
 
 from agents.llm.fake_server import FakeProviderServer
-from agents.models import Agent, Execution, LLMProvider
+from agents.models import Agent, Execution, ExecutionStatus, LLMProvider
+from agents.runtime import store
 from core import tenancy
 from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory, SiteFactory
@@ -161,6 +162,19 @@ def make_agent(live_db: None, fake_llm_server: FakeProviderServer) -> Callable[.
         return AgentFactory.create(agency=agency, site=site, **defaults)
 
     return make
+
+
+def pending_execution(agent: Agent, *, input_text: str) -> Execution:
+    """A manual run of ``agent``, pending, its task not sent: the caller runs it in its own
+    thread (``agents.runtime.loop.run_execution``), with no worker in between."""
+    with tenancy.agency_context(agent.agency_id):
+        execution = Execution.objects.create(
+            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
+            trigger_type="manual", input=input_text,
+        )  # fmt: skip
+        store.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
+        execution.save()
+    return execution
 
 
 def wait_for(execution: Execution, statuses: set[str] = TERMINAL, timeout: float = 45) -> Execution:

@@ -19,13 +19,13 @@ from django.db import connection
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, LLMProvider, StepType
-from agents.runtime import provider_limits, store
+from agents.runtime import provider_limits
 from agents.runtime.loop import run_execution
 from agents.runtime.provider_limits import KEY_PREFIX, ProviderLimits, Refusal, Slot
 from agents.services import execution_cancel, execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
-from tests.agents.runtime.conftest import Worker, wait_for
+from tests.agents.runtime.conftest import Worker, pending_execution, wait_for
 from tools.ratelimit import get_redis
 
 # 15 s into a minute: the window arithmetic is exact and no test straddles a real boundary.
@@ -162,6 +162,10 @@ def test_concurrent_calls_get_exactly_the_limit(provider_id: uuid.UUID) -> None:
 def _limited_agent(
     make_agent: Callable[..., Agent], server: FakeProviderServer, kind: str, **limits: int
 ) -> tuple[Agent, LLMProvider]:
+    # The run's first call must fall in this minute (the next one is filled below): not in its
+    # last seconds.
+    while (time.time() + SAFETY.total_seconds()) % 60 < SAFETY.total_seconds():
+        time.sleep(0.2)
     agent = make_agent(kind, allowed_tools=["crm_search_contacts"])
     server.set_responder(
         by_turn(tool_call_reply("crm_search_contacts", {"query": "ada"}), text_reply("None.")),
@@ -182,9 +186,6 @@ def _limited_agent(
 
 
 def _start(agent: Agent) -> Execution:
-    # Both model calls of a run must fall in one minute window for the limit to bind.
-    while (time.time() + SAFETY.total_seconds()) % 60 < SAFETY.total_seconds():
-        time.sleep(0.2)
     with tenancy.agency_context(agent.agency_id):
         execution = execution_create(agent=agent, input="Find Ada.")
     assert execution is not None
@@ -296,17 +297,6 @@ def test_a_run_waiting_for_the_window_is_cancelled_at_once_and_not_resumed(
 # --- in this process: the run's thread, the real database, Redis and fake provider --------------
 
 
-def _pending(agent: Agent) -> Execution:
-    with tenancy.agency_context(agent.agency_id):
-        execution = Execution.objects.create(
-            agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
-            trigger_type="manual", input="Find Ada.",
-        )  # fmt: skip
-        store.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
-        execution.save()
-    return execution
-
-
 def _reloaded(execution: Execution) -> Execution:
     with tenancy.agency_context(execution.agency_id):
         return Execution.objects.get(pk=execution.pk)
@@ -323,7 +313,7 @@ def test_with_redis_unreachable_a_limited_run_goes_on_unthrottled(
     _forget_counters(provider.id)
     unreachable = redis.Redis.from_url(UNREACHABLE, socket_connect_timeout=1, socket_timeout=1)
     monkeypatch.setattr(provider_limits, "get_redis", lambda: unreachable)
-    execution = _pending(agent)
+    execution = pending_execution(agent, input_text="Find Ada.")
     assert run_execution(execution.id, agency_id=agent.agency_id) == "completed"
     assert _reloaded(execution).status == ExecutionStatus.COMPLETED
     assert len(fake_llm_server.requests_for(agent.llm_model)) == 2
@@ -335,7 +325,7 @@ def test_a_cancel_that_lands_while_the_run_parks_cancels_it_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     agent, provider = _limited_agent(make_agent, fake_llm_server, "openai", requests_per_minute=1)
-    execution = _pending(agent)
+    execution = pending_execution(agent, input_text="Find Ada.")
     acquire = provider_limits.acquire
 
     def cancelled_meanwhile(*args: Any, **kwargs: Any) -> Any:
