@@ -8,6 +8,8 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.safestring import SafeString
 
 from agents.admin.common import EMPTY, ReadOnlyInline, changelist_link, json_display, link
@@ -19,6 +21,7 @@ from agents.models import (
     StateTransition,
     TriggerLog,
 )
+from agents.runtime import provider_limits
 from agents.services import execution_cancel
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from tools.models import ToolCall
@@ -70,8 +73,8 @@ class DecisionPointInline(ReadOnlyInline):
 @admin.register(Execution)
 class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = [
-        "__str__", "agent", "status", "trigger_type", "stop_reason", "tokens_total", "cost_usd",
-        "tool_call_count", "duration_ms", "created_at",
+        "__str__", "agent", "status_shown", "trigger_type", "stop_reason", "tokens_total",
+        "cost_usd", "tool_call_count", "duration_ms", "created_at",
     ]  # fmt: skip
     list_filter = ["status", "trigger_type", "stop_reason", AGENT_FILTER]
     list_select_related = ["agent"]
@@ -79,6 +82,23 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     search_fields = ["agent__name", "input", "output", "error", "trace_id"]
     actions = ["cancel"]
     inlines = [ExecutionStepInline, ToolCallInline, StateTransitionInline, DecisionPointInline]
+
+    @admin.display(description="Status", ordering="status")
+    def status_shown(self, obj: Execution) -> str:
+        """A run waiting in ``waiting_input`` says for what: a provider's rate limit and a
+        ``wait`` timer are not questions for a human."""
+        label = str(obj.get_status_display())
+        kind = (obj.input_request or {}).get("kind")
+        if obj.status != ExecutionStatus.WAITING_INPUT or obj.wait_until is None:
+            return label
+        until = date_format(timezone.localtime(obj.wait_until), "DATETIME_FORMAT")
+        if kind == provider_limits.INPUT_REQUEST_KIND:
+            limit = str(obj.input_request.get("limit", "")).replace("_", " ")
+            return f"{label}: provider rate limit ({limit}) until {until}"
+        if kind == "timer":
+            return f"{label}: timer until {until}"
+        return label
+
     trigger_data_pretty = json_display("trigger_data", "Trigger data")
     result_pretty = json_display("result", "Result")
     actions_taken_pretty = json_display("actions_taken", "Actions taken")

@@ -1,0 +1,41 @@
+"""The executions list says what a waiting run waits for."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from agents.models import ExecutionStatus
+from core.models import Agency, User
+from tests.admin.helpers import admin_url
+from tests.agents.factories import AgentFactory, ExecutionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_list_tells_a_rate_limit_wait_and_a_timer_from_a_question(
+    agency: Agency, staff: User, login: Callable[[User], Client]
+) -> None:
+    agent = AgentFactory.create(agency=agency)
+    until = timezone.now() + datetime.timedelta(seconds=40)
+    ExecutionFactory.create(
+        agent=agent, status=ExecutionStatus.WAITING_INPUT, wait_until=until,
+        input_request={"kind": "provider_rate_limit", "limit": "requests_per_minute",
+                       "value": 60, "until": until.isoformat()},
+    )  # fmt: skip
+    ExecutionFactory.create(
+        agent=agent, status=ExecutionStatus.WAITING_INPUT, wait_until=until,
+        input_request={"kind": "timer", "until": until.isoformat()},
+    )  # fmt: skip
+    ExecutionFactory.create(agent=agent, status=ExecutionStatus.WAITING_APPROVAL)
+
+    page = login(staff).get(admin_url(ExecutionFactory._meta.model, "changelist"))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Waiting for input: provider rate limit (requests per minute) until" in html
+    assert "Waiting for input: timer until" in html
+    assert "Waiting for approval" in html
