@@ -13,10 +13,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Agent, Execution, ExecutionStatus
-from agents.runtime import provider_limits
 from agents.runtime.loop import run_execution as run_loop
 from agents.schedules import remove_orphaned_schedule
-from agents.services import event_dispatch, execution_create_for_tick, execution_resume
+from agents.services import event_dispatch, execution_create_for_tick, execution_resume_due
 from core import tenancy
 from core.events import send_dispatch
 from core.models import Event
@@ -58,6 +57,16 @@ def run_scheduled(self: Task[Any, Any], agent_id: str) -> str | None:
         return None
     execution = execution_create_for_tick(agent, tick_id=self.request.id)
     return str(execution.id) if execution else None
+
+
+@shared_task(name="agents.wake_execution", base=TenantTask, ignore_result=True)
+def wake_execution(execution_id: str) -> None:
+    """A parked run's delayed wake-up (agents.services.schedule_wake): resume it if its timer is
+    due. Idempotent: a run already resumed, cancelled, or parked again for later is left alone,
+    and beat's timer check wakes whatever this message misses."""
+    execution = Execution.objects.filter(pk=execution_id).first()
+    if execution is not None and execution.status == ExecutionStatus.WAITING_INPUT:
+        execution_resume_due(execution, now=timezone.now())
 
 
 @shared_task(name="agents.reap_expired_leases", ignore_result=True)
@@ -110,22 +119,7 @@ def reap_expired_leases() -> int:
         run_execution.apply_async(args=[str(execution_id)], kwargs={"agency_id": str(agency_id)})
     for execution_id, agency_id in due:
         with tenancy.agency_context(agency_id):
-            execution = Execution.objects.get(pk=execution_id)
-            if execution.input_request.get("kind") == provider_limits.INPUT_REQUEST_KIND:
-                # Nothing happened that the model should hear of: its next call may go out.
-                execution_resume(
-                    execution=execution,
-                    observation=None,
-                    reason="provider rate limit window over",
-                    due_at=now,
-                )
-                continue
-            execution_resume(
-                execution=execution,
-                observation=f"The wait is over (it was set until {execution.wait_until}).",
-                reason="wait timer due",
-                due_at=now,
-            )
+            execution_resume_due(Execution.objects.get(pk=execution_id), now=now)
     for event_id, agency_id in undispatched:
         logger.warning("event %s: still unprocessed, dispatching it again", event_id)
         send_dispatch(event_id, agency_id)

@@ -47,7 +47,11 @@ from agents.runtime.context import (
 from agents.runtime.faults import crash_point
 from agents.runtime.providers import provider_config_for, provider_limits_for
 from agents.runtime.setup import build_snapshot
-from agents.services.executions import cancel_pending_decisions, execution_cancel
+from agents.services.executions import (
+    cancel_pending_decisions,
+    execution_cancel,
+    schedule_wake,
+)
 from core import tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
@@ -364,6 +368,7 @@ class _Run:
                     "until": until.isoformat(),
                 },
             )
+            schedule_wake(self.execution)  # when the window ends, once this commits
         return self._parked(ExecutionStatus.WAITING_INPUT)
 
     def _parked(self, status: str) -> str:
@@ -525,6 +530,7 @@ class _Run:
                         wait_until=park_until,
                         input_request={"kind": "timer", "until": park_until.isoformat()},
                     )
+                    schedule_wake(self.execution)  # at its time, once this commits
                 crash_point("tool_uncommitted")
             crash_point("tool_commit_sent" if tx.commit_sent else "tool_committed")
             messages.append(tool_result_message(call.id, output))

@@ -20,6 +20,8 @@ from agents.services.executions import (
     execution_create,
     execution_create_for_tick,
     execution_resume,
+    execution_resume_due,
+    schedule_wake,
     skipped_trigger,
 )
 
@@ -39,6 +41,8 @@ __all__ = [
     "execution_create",
     "execution_create_for_tick",
     "execution_resume",
+    "execution_resume_due",
+    "schedule_wake",
     "skipped_trigger",
     "validate_agent_fields",
 ]

@@ -24,13 +24,14 @@ from agents.models import (
     TriggerOutcome,
     TriggerType,
 )
-from agents.runtime import store
+from agents.runtime import provider_limits, store
 from agents.triggers import InvalidConditions, unmet_condition, validate_conditions
 from core import fastdb
 from core.events import subscriptions_for
 from core.models import Event
 
 logger = logging.getLogger(__name__)
+WAKE_TASK = "agents.wake_execution"  # agents.tasks.wake_execution
 
 
 def enqueue_execution(execution: Execution, *, queue: str | None = None) -> None:
@@ -293,6 +294,54 @@ def execution_cancel(*, execution: Execution, reason: str = "Cancelled on reques
         )
         locked.save()
         return locked
+
+
+def schedule_wake(execution: Execution) -> None:
+    """Once the current transaction commits, send the parked run a delayed message for its
+    ``wait_until`` (a ``wait`` timer, a provider's rate limit), so that it resumes on time and
+    not at the reaper's next tick. Only for waits up to AGENTDESK_PRECISE_WAKE_MAX_SECONDS (a
+    broker holds a delayed message only so long); beat's timer check wakes the others, and any
+    run whose message is lost. A failed send is logged, not raised, for the same reason."""
+    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
+
+    until = execution.wait_until
+    if until is None:
+        return
+    if (until - timezone.now()).total_seconds() > settings.AGENTDESK_PRECISE_WAKE_MAX_SECONDS:
+        return
+    execution_id, agency_id = str(execution.id), str(execution.agency_id)
+
+    def send() -> None:
+        try:
+            # By name: the task takes agency_id as TenantTask's keyword, not as a parameter.
+            app.send_task(
+                WAKE_TASK, args=[execution_id], kwargs={"agency_id": agency_id}, eta=until
+            )
+        except Exception:
+            logger.exception(
+                "execution %s: its wake-up could not be sent; beat's timer check wakes it",
+                execution_id,
+            )
+
+    transaction.on_commit(send)
+
+
+def execution_resume_due(execution: Execution, *, now: datetime.datetime) -> Execution:
+    """Resume a run whose timer is due by ``now``: a provider rate limit's window is over (no
+    observation: nothing happened the model should hear of), or its ``wait`` is."""
+    if execution.input_request.get("kind") == provider_limits.INPUT_REQUEST_KIND:
+        return execution_resume(
+            execution=execution,
+            observation=None,
+            reason="provider rate limit window over",
+            due_at=now,
+        )
+    return execution_resume(
+        execution=execution,
+        observation=f"The wait is over (it was set until {execution.wait_until}).",
+        reason="wait timer due",
+        due_at=now,
+    )
 
 
 def execution_resume(

@@ -205,6 +205,11 @@ AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = env.int(
 # A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).
 AGENTDESK_LEASE_SECONDS = env.int("AGENTDESK_LEASE_SECONDS", default=300)
 AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0)
+# A run parked until a time at most this far off (a `wait` timer, a provider's rate limit) is also
+# woken by a delayed Celery message at that time, not only by the reaper's next tick. Keep it
+# below the broker's visibility timeout (Redis: 1 h), which would deliver a longer-delayed
+# message twice.
+AGENTDESK_PRECISE_WAKE_MAX_SECONDS = env.int("AGENTDESK_PRECISE_WAKE_MAX_SECONDS", default=900)
 # A run still pending this long lost its delivery (or waits in a long queue): the reaper sends it
 # again, once per period (a duplicate delivery finds it claimed and exits).
 AGENTDESK_PENDING_REDELIVER_SECONDS = env.int("AGENTDESK_PENDING_REDELIVER_SECONDS", default=120)

@@ -3,10 +3,12 @@ the `wait` tool parks until its timer, and platform events start subscribed agen
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable
 
 import pytest
+from django.utils import timezone
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
@@ -132,24 +134,54 @@ def test_a_run_waiting_for_approval_is_cancelled_at_once_through_the_api(
     assert len(fake_llm_server.requests_for(agent.llm_model)) == 1
 
 
-def test_wait_tool_parks_without_a_worker_and_the_timer_resumes_it(
+def test_a_long_wait_parks_without_a_worker_and_beats_timer_check_resumes_it(
     make_agent: Callable[..., Agent],
     fake_llm_server: FakeProviderServer,
     celery_worker: Worker,
 ) -> None:
     agent = make_agent("openai", allowed_tools=["wait"])
+    # Longer than AGENTDESK_PRECISE_WAKE_MAX_SECONDS: no delayed wake-up, beat's check alone.
     fake_llm_server.set_responder(
-        by_turn(tool_call_reply("wait", {"seconds": 1}), text_reply("Waited.")),
+        by_turn(tool_call_reply("wait", {"seconds": 3600}), text_reply("Waited.")),
         key=agent.llm_model,
     )
     execution = wait_for(_start(agent), WAITING)
     assert execution.status == ExecutionStatus.WAITING_INPUT
     assert execution.wait_until is not None
     assert execution.lease_owner == ""
-    time.sleep(1.2)
+    reap_expired_leases()
+    assert wait_for(execution, WAITING).status == ExecutionStatus.WAITING_INPUT  # not due yet
+    with tenancy.agency_context(agent.agency_id):  # an hour later
+        Execution.objects.filter(pk=execution.pk).update(
+            wait_until=timezone.now() - datetime.timedelta(seconds=1)
+        )
     assert reap_expired_leases() >= 1  # beat's timer check
     execution = wait_for(execution)
     assert execution.status == ExecutionStatus.COMPLETED
+    last = fake_llm_server.requests_for(agent.llm_model)[-1]
+    assert "The wait is over" in last.last_user_text
+
+
+def test_a_short_wait_is_woken_on_time_without_beat(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent("anthropic", allowed_tools=["wait"])
+    fake_llm_server.set_responder(
+        by_turn(tool_call_reply("wait", {"seconds": 2}), text_reply("Waited.")),
+        key=agent.llm_model,
+    )
+    execution = wait_for(_start(agent), WAITING)
+    assert execution.status == ExecutionStatus.WAITING_INPUT
+    until = execution.wait_until
+    assert until is not None
+    # No beat runs in the tests: the run's own delayed message wakes it, at its time.
+    execution = wait_for(execution, timeout=15)
+    assert execution.status == ExecutionStatus.COMPLETED
+    with tenancy.agency_context(agent.agency_id):
+        resumed = execution.state_transitions.get(transition_reason="wait timer due")
+    assert resumed.created_at >= until  # not before its time
     last = fake_llm_server.requests_for(agent.llm_model)[-1]
     assert "The wait is over" in last.last_user_text
 
