@@ -354,7 +354,11 @@ class _Run:
         self._settle()  # the last tool result's commit brings the cancel flag as of now
         if self.execution.cancel_requested_at is not None:
             return self._end_cancelled()
-        until = datetime.datetime.fromtimestamp(refusal.retry_at, tz=datetime.UTC)
+        # At least a second from now: a worker whose clock is behind the one that refused (or
+        # a call refused in a minute's last instant) does not come straight back to a full one.
+        until = datetime.datetime.fromtimestamp(
+            max(refusal.retry_at, time.time() + 1), tz=datetime.UTC
+        )
         limit = refusal.describe(self.snapshot["llm_provider"])
         with store.step_transaction(self.execution, self.worker) as tx:
             tx.park(

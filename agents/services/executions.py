@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import random
 import uuid
 from typing import Any
 
@@ -32,6 +33,7 @@ from core.models import Event
 
 logger = logging.getLogger(__name__)
 WAKE_TASK = "agents.wake_execution"  # agents.tasks.wake_execution
+WAKE_JITTER_MS = 500
 
 
 def enqueue_execution(execution: Execution, *, queue: str | None = None) -> None:
@@ -310,13 +312,14 @@ def schedule_wake(execution: Execution) -> None:
     if (until - timezone.now()).total_seconds() > settings.AGENTDESK_PRECISE_WAKE_MAX_SECONDS:
         return
     execution_id, agency_id = str(execution.id), str(execution.agency_id)
+    # Up to half a second late: runs parked until the same instant (a rate limit's minute) do
+    # not all wake, and race for the new window, at once.
+    eta = until + datetime.timedelta(milliseconds=random.randint(0, WAKE_JITTER_MS))  # noqa: S311
 
     def send() -> None:
         try:
             # By name: the task takes agency_id as TenantTask's keyword, not as a parameter.
-            app.send_task(
-                WAKE_TASK, args=[execution_id], kwargs={"agency_id": agency_id}, eta=until
-            )
+            app.send_task(WAKE_TASK, args=[execution_id], kwargs={"agency_id": agency_id}, eta=eta)
         except Exception:
             logger.exception(
                 "execution %s: its wake-up could not be sent; beat's timer check wakes it",
@@ -327,65 +330,66 @@ def schedule_wake(execution: Execution) -> None:
 
 
 def execution_resume_due(execution: Execution, *, now: datetime.datetime) -> Execution:
-    """Resume a run whose timer is due by ``now``: a provider rate limit's window is over (no
-    observation: nothing happened the model should hear of), or its ``wait`` is."""
-    if execution.input_request.get("kind") == provider_limits.INPUT_REQUEST_KIND:
-        return execution_resume(
-            execution=execution,
-            observation=None,
-            reason="provider rate limit window over",
-            due_at=now,
+    """Resume a ``waiting_input`` run whose timer is due by ``now``: a provider rate limit's
+    window is over (no observation: nothing happened the model should hear of), or its ``wait``
+    is. Everything is decided on the locked row: a due list read earlier (beat's, or a delayed
+    wake-up's) may name a run resumed, and parked again for later or for another reason, since.
+    Precondition: agency context."""
+    with transaction.atomic():
+        locked = Execution.objects.select_for_update().get(pk=execution.pk)
+        if (
+            locked.status != ExecutionStatus.WAITING_INPUT
+            or locked.wait_until is None
+            or locked.wait_until > now
+        ):
+            return locked
+        if locked.input_request.get("kind") == provider_limits.INPUT_REQUEST_KIND:
+            return _resume(locked, observation=None, reason="provider rate limit window over")
+        return _resume(
+            locked,
+            observation=f"The wait is over (it was set until {locked.wait_until}).",
+            reason="wait timer due",
         )
-    return execution_resume(
-        execution=execution,
-        observation=f"The wait is over (it was set until {execution.wait_until}).",
-        reason="wait timer due",
-        due_at=now,
-    )
 
 
-def execution_resume(
-    *,
-    execution: Execution,
-    observation: str | None,
-    reason: str,
-    due_at: datetime.datetime | None = None,
-) -> Execution:
-    """A waiting run becomes pending again, with what it waited for as a new observation
-    (None: nothing for the model to see, e.g. the end of a provider rate limit's window).
-    ``due_at``: resume only a run whose timer is due by then (checked under the row's lock: a
-    due list read earlier may name a run that was resumed, and parked again, meanwhile).
+def execution_resume(*, execution: Execution, observation: str, reason: str) -> Execution:
+    """A waiting run becomes pending again, with what it waited for as a new observation.
 
-    Used by the ``wait`` timer (and answered questions). Precondition: agency context.
+    For answered questions and decisions (a timer's end: execution_resume_due). Precondition:
+    agency context.
     """
     with transaction.atomic():
         locked = Execution.objects.select_for_update().get(pk=execution.pk)
         if locked.status not in (ExecutionStatus.WAITING_INPUT, ExecutionStatus.WAITING_APPROVAL):
             return locked
-        if due_at is not None and (locked.wait_until is None or locked.wait_until > due_at):
-            return locked
-        if observation is not None:
-            locked.current_step += 1
-            locked.steps.create(
-                agency_id=locked.agency_id,
-                step_number=locked.current_step,
-                step_type=StepType.OBSERVE,
-                input_text=observation,
-                started_at=timezone.now(),
-                completed_at=timezone.now(),
-            )
-        store.record_transition(
-            locked, ExecutionStatus.PENDING, reason=reason, transition_type=TransitionType.NORMAL
+        return _resume(locked, observation=observation, reason=reason)
+
+
+def _resume(locked: Execution, *, observation: str | None, reason: str) -> Execution:
+    """Make the locked waiting run pending again (its observation, if any, as a new step) and
+    deliver it once the transaction commits."""
+    if observation is not None:
+        locked.current_step += 1
+        locked.steps.create(
+            agency_id=locked.agency_id,
+            step_number=locked.current_step,
+            step_type=StepType.OBSERVE,
+            input_text=observation,
+            started_at=timezone.now(),
+            completed_at=timezone.now(),
         )
-        locked.wait_until = None
-        locked.input_request = {}
-        locked.save(
-            update_fields=[
-                "status", "sequence", "current_step", "wait_until", "input_request", "updated_at",
-            ]
-        )  # fmt: skip
-        enqueue_execution(locked)
-        return locked
+    store.record_transition(
+        locked, ExecutionStatus.PENDING, reason=reason, transition_type=TransitionType.NORMAL
+    )
+    locked.wait_until = None
+    locked.input_request = {}
+    locked.save(
+        update_fields=[
+            "status", "sequence", "current_step", "wait_until", "input_request", "updated_at",
+        ]
+    )  # fmt: skip
+    enqueue_execution(locked)
+    return locked
 
 
 def agents_subscribed(*, agency_id: uuid.UUID, event_type: str) -> list[Agent]:

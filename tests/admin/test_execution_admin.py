@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
 
 import pytest
@@ -32,10 +33,16 @@ def test_the_list_tells_a_rate_limit_wait_and_a_timer_from_a_question(
         input_request={"kind": "timer", "until": until.isoformat()},
     )  # fmt: skip
     ExecutionFactory.create(agent=agent, status=ExecutionStatus.WAITING_APPROVAL)
+    ExecutionFactory.create(  # a question for a person: no timer, the status says it all
+        agent=agent, status=ExecutionStatus.WAITING_INPUT,
+        input_request={"question": "Which plan?"},
+    )  # fmt: skip
 
     page = login(staff).get(admin_url(ExecutionFactory._meta.model, "changelist"))
     assert page.status_code == 200
-    html = page.content.decode()
-    assert "Waiting for input: provider rate limit (requests per minute) until" in html
-    assert "Waiting for input: timer until" in html
-    assert "Waiting for approval" in html
+    cells = sorted(re.findall(r'class="field-status_shown">([^<]*)<', page.content.decode()))
+    assert len(cells) == 4
+    assert cells[0] == "Waiting for approval"
+    assert cells[1] == "Waiting for input"  # the question: nothing added
+    assert cells[2].startswith("Waiting for input: provider rate limit (requests per minute) until")
+    assert cells[3].startswith("Waiting for input: timer until")

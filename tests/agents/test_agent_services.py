@@ -18,7 +18,7 @@ from agents.services import (
     agent_delete,
     agent_duplicate,
     agent_update,
-    execution_resume,
+    execution_resume_due,
 )
 from core import tenancy
 from core.exceptions import ApplicationError
@@ -112,17 +112,23 @@ def test_duplicate_and_create_from_template(site: Site) -> None:
 
 def test_a_timer_resume_leaves_a_run_whose_wait_is_not_over(site: Site) -> None:
     """beat reads its due list before it resumes each run: one resumed (and parked again) in
-    between, by an overlapping tick, must not be woken before its new time."""
+    between, by an overlapping tick or its own wake-up, must not be woken before its new time,
+    and what it is told on waking is decided on the locked row."""
     agent = AgentFactory.create(agency=site.agency, site=site)
     now = timezone.now()
     with tenancy.agency_context(site.agency_id):
         execution = Execution.objects.create(
             agency_id=site.agency_id, agent=agent, site=site, trigger_type="manual",
             status=ExecutionStatus.WAITING_INPUT, wait_until=now + datetime.timedelta(seconds=50),
+            input_request={"kind": "timer"},
         )  # fmt: skip
-        kept = execution_resume(execution=execution, observation=None, reason="t", due_at=now)
+        stale = Execution.objects.get(pk=execution.pk)  # as the due list read it
+        kept = execution_resume_due(execution, now=now)
         assert kept.status == ExecutionStatus.WAITING_INPUT
-        Execution.objects.filter(pk=execution.pk).update(wait_until=now)
-        resumed = execution_resume(execution=execution, observation=None, reason="t", due_at=now)
+        # Parked again meanwhile, for a provider's rate limit now due.
+        Execution.objects.filter(pk=execution.pk).update(
+            wait_until=now, input_request={"kind": "provider_rate_limit"}
+        )
+        resumed = execution_resume_due(stale, now=now)
         assert resumed.status == ExecutionStatus.PENDING
-        assert not resumed.steps.exists()  # no observation was asked for
+        assert not resumed.steps.exists()  # a rate limit's end tells the model nothing

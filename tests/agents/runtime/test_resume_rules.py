@@ -53,8 +53,7 @@ def test_time_spent_waiting_does_not_count_against_the_timeout(
     fake_llm_server.set_responder(
         by_turn(call("wait", {"seconds": 3}), text_reply("Waited.")), key=agent.llm_model
     )
-    execution = wait_for(_start(agent), WAITING)
-    execution = wait_for(execution)  # woken at its time by its own delayed message
+    execution = wait_for(_start(agent))  # it waits, and its own delayed message wakes it
     assert execution.status == ExecutionStatus.COMPLETED, execution.error
     assert execution.output == "Waited."
 
