@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,10 +17,12 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.models import Agent, Execution, ExecutionStatus, LLMProvider
 from agents.runtime import store
+from agents.services import execution_cancel
 from core import tenancy
 from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory, SiteFactory
@@ -175,6 +178,24 @@ def pending_execution(agent: Agent, *, input_text: str) -> Execution:
         store.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
         execution.save()
     return execution
+
+
+def cancel_from_elsewhere(execution: Execution) -> None:
+    """Cancel the running ``execution`` as an API client would, on a connection of its own (a
+    thread), while the caller's thread is inside the run."""
+
+    def cancel() -> None:
+        try:
+            with tenancy.agency_context(execution.agency_id):
+                running = Execution.objects.get(pk=execution.pk)
+                assert running.status == ExecutionStatus.RUNNING  # so the worker is only asked
+                execution_cancel(execution=running)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=cancel)
+    thread.start()
+    thread.join()
 
 
 def wait_for(execution: Execution, statuses: set[str] = TERMINAL, timeout: float = 45) -> Execution:

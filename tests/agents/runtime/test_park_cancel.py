@@ -5,40 +5,22 @@ another connection at the moment the tool's outcome is known."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime import loop
 from agents.runtime.loop import run_execution
-from agents.services import execution_cancel
 from approvals.models import Approval, ApprovalStatus
 from core import tenancy
-from tests.agents.runtime.conftest import pending_execution
+from tests.agents.runtime.conftest import cancel_from_elsewhere, pending_execution
 from tools.models import ToolCall
 
 APPROVE_EMAIL = {"type": "require_approval", "tools": ["email_*"], "description": "human"}
-
-
-def _cancel_from_elsewhere(execution: Execution) -> None:
-    def cancel() -> None:
-        try:
-            with tenancy.agency_context(execution.agency_id):
-                running = Execution.objects.get(pk=execution.pk)
-                assert running.status == ExecutionStatus.RUNNING  # so the worker is only asked
-                execution_cancel(execution=running)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=cancel)
-    thread.start()
-    thread.join()
 
 
 def _cancel_when(
@@ -49,7 +31,7 @@ def _cancel_when(
     def outcome_then_cancel(*args: Any, **kwargs: Any) -> Any:
         outcome = real(*args, **kwargs)
         if parks(outcome):
-            _cancel_from_elsewhere(execution)
+            cancel_from_elsewhere(execution)
         return outcome
 
     monkeypatch.setattr(loop, "execute_tool_call", outcome_then_cancel)

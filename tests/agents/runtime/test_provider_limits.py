@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import redis
-from django.db import connection
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
@@ -25,7 +24,12 @@ from agents.runtime.provider_limits import KEY_PREFIX, ProviderLimits, Refusal, 
 from agents.services import execution_cancel, execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
-from tests.agents.runtime.conftest import Worker, pending_execution, wait_for
+from tests.agents.runtime.conftest import (
+    Worker,
+    cancel_from_elsewhere,
+    pending_execution,
+    wait_for,
+)
 from tools.ratelimit import get_redis
 
 # 15 s into a minute: the window arithmetic is exact and no test straddles a real boundary.
@@ -331,9 +335,7 @@ def test_a_cancel_that_lands_while_the_run_parks_cancels_it_at_once(
     def cancelled_meanwhile(*args: Any, **kwargs: Any) -> Any:
         granted = acquire(*args, **kwargs)
         if isinstance(granted, Refusal):  # someone cancels from elsewhere, just now
-            thread = threading.Thread(target=_cancel, args=(execution,))
-            thread.start()
-            thread.join()
+            cancel_from_elsewhere(execution)
         return granted
 
     monkeypatch.setattr(provider_limits, "acquire", cancelled_meanwhile)
@@ -344,13 +346,3 @@ def test_a_cancel_that_lands_while_the_run_parks_cancels_it_at_once(
         assert ended.wait_until is None
     finally:
         _forget_counters(provider.id)
-
-
-def _cancel(execution: Execution) -> None:
-    try:
-        with tenancy.agency_context(execution.agency_id):
-            running = Execution.objects.get(pk=execution.pk)
-            assert running.status == ExecutionStatus.RUNNING  # so the worker is only asked
-            execution_cancel(execution=running)
-    finally:
-        connection.close()
