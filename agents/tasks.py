@@ -62,10 +62,11 @@ def run_scheduled(self: Task[Any, Any], agent_id: str) -> str | None:
 @shared_task(name="agents.wake_execution", base=TenantTask, ignore_result=True)
 def wake_execution(execution_id: str) -> None:
     """A parked run's delayed wake-up (agents.services.schedule_wake): resume it if its timer is
-    due. Idempotent: a run already resumed, cancelled, or parked again for later is left alone,
-    and beat's timer check wakes whatever this message misses."""
+    due. Idempotent: a run already resumed, cancelled, or parked again for later is left alone
+    (execution_resume_due decides on the locked row), and beat's timer check wakes whatever this
+    message misses."""
     execution = Execution.objects.filter(pk=execution_id).first()
-    if execution is not None and execution.status == ExecutionStatus.WAITING_INPUT:
+    if execution is not None:
         execution_resume_due(execution, now=timezone.now())
 
 

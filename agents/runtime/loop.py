@@ -326,8 +326,7 @@ class _Run:
         tool result's commit is collected (a failed or fenced-off write is raised as it is),
         and a run cancelled meanwhile (the flag comes back with every step's write) makes no
         model call."""
-        self._settle()
-        if self.execution.cancel_requested_at is not None:
+        if self._cancel_requested():
             raise _CancelledBeforeRequest
         _release_connection()
 
@@ -335,6 +334,12 @@ class _Run:
         """Wait for a tool result's commit still in flight (see _act)."""
         if store.settle_in_flight():
             crash_point("tool_committed")
+
+    def _cancel_requested(self) -> bool:
+        """Whether the run was cancelled, as of the last step's write: a tool result's commit
+        still in flight brings the flag back with it, so it is collected first."""
+        self._settle()
+        return self.execution.cancel_requested_at is not None
 
     def _unique_call_ids(self, completion: Completion) -> Completion:
         """The reply with every tool call id unique in the run. Some OpenAI-compatible servers
@@ -350,9 +355,8 @@ class _Run:
 
     def _defer(self, refusal: provider_limits.Refusal) -> str:
         """The provider's own limit is reached: the run waits for the next window without a
-        worker (beat's timer check resumes it, agents.tasks) instead of failing."""
-        self._settle()  # the last tool result's commit brings the cancel flag as of now
-        if self.execution.cancel_requested_at is not None:
+        worker instead of failing (woken when it ends: schedule_wake, or beat's timer check)."""
+        if self._cancel_requested():
             return self._end_cancelled()
         # At least a second from now: a worker whose clock is behind the one that refused (or
         # a call refused in a minute's last instant) does not come straight back to a full one.
@@ -610,8 +614,7 @@ class _Run:
     def _end_unless_cancelled(self, status: str, stop_reason: str, *, error: str) -> str:
         """End the run so, or cancelled if a cancel came first: the last tool result's write,
         whose commit may still be in flight, brings the cancel flag back with it."""
-        self._settle()
-        if self.execution.cancel_requested_at is not None:
+        if self._cancel_requested():
             return self._end_cancelled()
         return self._end(status, stop_reason, error=error)
 
