@@ -39,7 +39,12 @@ INSTALLED_APPS = [
     "approvals",
     "usage",
     "crm",
+    "live",
     "channels",
+    # The admin theme; before django.contrib.admin so that its templates win.
+    "unfold",
+    "unfold.contrib.filters",
+    "unfold.contrib.forms",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
