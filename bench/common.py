@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def worker(*, concurrency: int, **env: str) -> Any:
     """A real Celery worker subprocess configured as in production, not as the tests configure
     theirs (they turn the catalogue cache off to see edits at once, and use short leases)."""
-    from tests.agents.runtime.conftest import Worker  # noqa: PLC0415
+    from tests.processes import Worker  # noqa: PLC0415
 
     production = {
         "AGENTDESK_CATALOGUE_CACHE_SECONDS": "30",
@@ -284,7 +284,7 @@ def looping_agent(server: Any, iterations: int) -> Any:
 
 def pending_execution(agent: Any) -> Execution:
     """A manual run of ``agent``, pending, its task not sent: the benchmark runs it in process."""
-    from tests.agents.runtime.conftest import pending_execution as pending  # noqa: PLC0415
+    from tests.processes import pending_execution as pending  # noqa: PLC0415
 
     return pending(agent, input_text="Look Ada up, again and again.")
 

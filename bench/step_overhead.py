@@ -28,7 +28,7 @@ from agents.services import execution_create
 from bench import common
 from core import realtime, tenancy
 from crm.models import Contact
-from tests.agents.runtime.conftest import wait_for
+from tests.processes import wait_for
 from tools.models import ToolCall
 
 

@@ -16,6 +16,9 @@ from psycopg import sql
 from config.env import service_urls
 from core import db_roles
 
+# Real worker, fake provider server and agents wired to it, for every end-to-end test.
+pytest_plugins = ["tests.processes"]
+
 
 def _maintenance_conninfo() -> str:
     """The superuser when one is configured (it may end other roles' sessions), else the owner."""

@@ -19,8 +19,8 @@ from agents.services import execution_resume
 from approvals.models import Approval, ApprovalStatus
 from core import tenancy
 from core.models import Agency, Site
-from tests.agents.runtime.conftest import wait_for
 from tests.approvals.factories import ApprovalFactory
+from tests.processes import wait_for
 from tests.tools.factories import ToolCallFactory
 from tools.models import ToolCall, ToolCallStatus
 

@@ -20,7 +20,7 @@ from agents.services import execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
 from crm.models import Contact, Note
-from tests.agents.runtime.conftest import Worker, wait_for
+from tests.processes import Worker, wait_for
 from tools.models import ToolCall
 from usage.models import Budget, ModelPrice
 

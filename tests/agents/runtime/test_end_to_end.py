@@ -31,8 +31,8 @@ from agents.tasks import reap_expired_leases
 from core import tenancy
 from core.models import Event
 from crm.models import Contact, Note
-from tests.agents.runtime.conftest import Worker, wait_for
 from tests.api.conftest import key_client
+from tests.processes import Worker, wait_for
 from tools.models import Tool, ToolCall
 
 pytestmark = pytest.mark.slow

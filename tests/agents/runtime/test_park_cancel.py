@@ -17,7 +17,7 @@ from agents.runtime import loop
 from agents.runtime.loop import run_execution
 from approvals.models import Approval, ApprovalStatus
 from core import tenancy
-from tests.agents.runtime.conftest import cancel_from_elsewhere, pending_execution
+from tests.processes import cancel_from_elsewhere, pending_execution
 from tools.models import ToolCall
 
 APPROVE_EMAIL = {"type": "require_approval", "tools": ["email_*"], "description": "human"}

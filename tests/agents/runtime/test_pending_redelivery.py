@@ -24,7 +24,7 @@ from agents.models import Agent, Execution, ExecutionStatus
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
-from tests.agents.runtime.conftest import Worker, wait_for
+from tests.processes import Worker, wait_for
 
 pytestmark = pytest.mark.slow
 REDELIVER_SECONDS = 60

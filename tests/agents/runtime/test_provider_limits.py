@@ -24,7 +24,7 @@ from agents.runtime.provider_limits import KEY_PREFIX, ProviderLimits, Refusal, 
 from agents.services import execution_cancel, execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
-from tests.agents.runtime.conftest import (
+from tests.processes import (
     Worker,
     cancel_from_elsewhere,
     pending_execution,

@@ -17,7 +17,7 @@ from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, Step
 from agents.runtime.context import ConfigSnapshot, Resumed, rebuild_messages, think_payload
 from agents.services import execution_create
 from core import tenancy
-from tests.agents.runtime.conftest import Worker, wait_for
+from tests.processes import Worker, wait_for
 
 WAITING = {"waiting_approval", "waiting_input"}
 

@@ -19,7 +19,7 @@ from agents.services import execution_create
 from approvals.models import Approval
 from approvals.services import approval_decide
 from core import tenancy
-from tests.agents.runtime.conftest import Worker, wait_for
+from tests.processes import Worker, wait_for
 from tools.models import ToolCall
 
 pytestmark = pytest.mark.slow

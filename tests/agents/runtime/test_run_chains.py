@@ -17,7 +17,7 @@ from agents.models import Agent, Execution, ExecutionStatus, TriggerLog
 from agents.services import execution_create
 from core import tenancy
 from tests.agents.factories import AgentFactory
-from tests.agents.runtime.conftest import Worker, wait_for
+from tests.processes import Worker, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -28,8 +28,8 @@ from core import tenancy
 from core.models import Agency
 from crm.models import Contact, EmailMessage, Note
 from tests.agents.factories import AgentFactory
-from tests.agents.runtime.conftest import Worker, wait_for
 from tests.factories import AgencyFactory
+from tests.processes import Worker, wait_for
 from tests.tools.factories import ToolFactory
 from tools import registry
 from tools.handlers import ToolContext

@@ -21,8 +21,8 @@ from core import tenancy
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from crm.models import EmailMessage, EmailStatus
-from tests.agents.runtime.conftest import Worker, wait_for
 from tests.api.conftest import key_client
+from tests.processes import Worker, wait_for
 from tools.models import ToolCall
 
 pytestmark = pytest.mark.slow

@@ -1,5 +1,6 @@
-"""End-to-end fixtures: a real Celery worker process on this test run's queue and database,
-the fake provider server on loopback, and agents wired to it."""
+"""End-to-end fixtures, a plugin of tests/conftest.py so that every test directory has them:
+a real Celery worker process on this test run's queue and database, the fake provider server on
+loopback, and agents wired to it."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from core import tenancy
 from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory, SiteFactory
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 TERMINAL = {"completed", "failed", "cancelled", "timed_out"}
 # Worker logs of this test run (or benchmark) go here; earlier runs' are removed when it starts.
 LOGS = ROOT / ".data" / "worker-logs"
