@@ -2,4 +2,6 @@
 
 from django.urls import URLPattern
 
-websocket_urlpatterns: list[URLPattern] = []
+from live.routing import websocket_urlpatterns as live_routes
+
+websocket_urlpatterns: list[URLPattern] = [*live_routes]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, TypedDict
 
 # Channels message types (the ``type`` of a group message, dispatched to a consumer method).
 GROUP_EVENT = "execution.event"  # a sequenced event, sent after its transaction commits
@@ -61,7 +61,63 @@ class ExecutionEvent(TypedDict):
     agent_id: str
     status: str  # the execution's status after this event
     data: StepData | StatusData
-    at: NotRequired[str]
+
+
+class Totals(TypedDict):
+    tokens_total: int
+    cost_usd: str
+    llm_call_count: int
+    tool_call_count: int
+    current_step: int
+
+
+class Waiting(TypedDict):
+    """What a parked run waits for: an approval to decide, a question to answer, a timer."""
+
+    approval_id: str | None
+    tool_name: str
+    input_request: dict[str, Any]
+    wait_until: str | None
+
+
+class Snapshot(TypedDict):
+    """The execution's header as of event ``seq``: sent first on every connection, and again
+    when the run parks or ends. A client applies only events with a greater ``seq`` to it."""
+
+    type: Literal["snapshot"]
+    seq: int
+    execution_id: str
+    agent_id: str
+    agent_name: str
+    status: str
+    stop_reason: str
+    error: str
+    output: str
+    totals: Totals
+    waiting: Waiting | None
+    started_at: str | None
+    completed_at: str | None
+
+
+class TokenEvent(TypedDict):
+    """Text of a model call in progress, as the group carries it (never persisted, never
+    replayed): a delta, or several deltas joined, in the order the model produced them. The
+    call's reply arrives later as the ``step`` event of ``step_number``, which replaces what was
+    streamed; a call that fails or is retried leaves its streamed text without a step."""
+
+    type: str  # GROUP_TOKEN
+    execution_id: str
+    step_number: int  # the number the think step will have when the call's reply is persisted
+    text: str
+
+
+def token_event(*, execution_id: str, step_number: int, text: str = "") -> TokenEvent:
+    return {
+        "type": GROUP_TOKEN,
+        "execution_id": execution_id,
+        "step_number": step_number,
+        "text": text,
+    }
 
 
 def clip_text(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -78,7 +134,7 @@ def clip_json(value: Any, limit: int = JSON_LIMIT) -> Any:
     return value if len(text) <= limit else clip_text(text, limit)
 
 
-def _iso(value: Any) -> str | None:
+def iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
@@ -105,8 +161,8 @@ def step_data(step: Mapping[str, Any]) -> StepData:
         "tokens_output": int(step.get("tokens_output") or 0),
         "cost_usd": str(step.get("cost_usd") or Decimal(0)),
         "duration_ms": step.get("duration_ms"),
-        "started_at": _iso(step.get("started_at")),
-        "completed_at": _iso(step.get("completed_at")),
+        "started_at": iso(step.get("started_at")),
+        "completed_at": iso(step.get("completed_at")),
     }
 
 

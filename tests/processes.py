@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -214,3 +215,68 @@ def wait_for(execution: Execution, statuses: set[str] = TERMINAL, timeout: float
 @pytest.fixture
 def settings_queue() -> str:
     return str(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def free_port() -> int:
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class AsgiServer:
+    """The real ASGI application under uvicorn (HTTP and websockets), on this test run's
+    database and Redis, as `manage.py up` runs it."""
+
+    def __init__(self, **env: str) -> None:
+        self.port = free_port()
+        self.extra_env = env
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = _log_dir() / f"asgi-{uuid.uuid4().hex[:6]}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> AsgiServer:
+
+        environment = dict(os.environ)
+        environment.update(DJANGO_SETTINGS_MODULE="config.settings.test", PYTHONUNBUFFERED="1")
+        environment.update(self.extra_env)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+             "--port", str(self.port), "--log-level", "warning"],
+            cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"ASGI server exited early:\n{self.output()[-3000:]}")
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.1)
+        raise RuntimeError(f"ASGI server not listening:\n{self.output()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup: None) -> Iterator[AsgiServer]:
+    server = AsgiServer().start()
+    yield server
+    server.stop()

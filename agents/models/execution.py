@@ -197,6 +197,9 @@ class ExecutionStep(AgencyOwnedModel):
     )
     step_number = models.PositiveIntegerField()
     step_type = models.CharField(max_length=10, choices=StepType.choices)
+    # The execution's event number of this step (shared with its state transitions): what a
+    # watcher that reconnects asks for (live/). Null for steps written before it existed.
+    sequence = models.PositiveBigIntegerField(null=True, blank=True)
 
     input_text = models.TextField(blank=True)  # what the agent received
     reasoning = models.TextField(blank=True)  # the agent's reasoning

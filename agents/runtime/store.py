@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from django.conf import settings
 from django.db import DatabaseError, Error, connection
@@ -44,6 +44,7 @@ from core import fastdb, in_flight, realtime, tenancy
 from core.events import emitted_by_run, event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
+from live import protocol
 
 logger = logging.getLogger(__name__)
 
@@ -70,18 +71,19 @@ def lease_deadline() -> datetime.datetime:
 
 def _broadcast(
     execution: Execution,
-    kind: str,
-    data: dict[str, Any],
+    kind: Literal["step", "status"],
+    data: protocol.StepData | protocol.StatusData,
     deferred: list[Callable[[], None]] | None = None,
 ) -> None:
     """Every event to the execution's page; status changes also to the agency dashboard. Sent
-    when the transaction commits: by Django's on-commit hooks, or by whoever runs ``deferred``."""
-    message = {
-        "type": "execution.event",
+    when the transaction commits: by Django's on-commit hooks, or by whoever runs ``deferred``.
+    The payload is the protocol's (live/protocol.py), the one a catch-up reads back."""
+    message: protocol.ExecutionEvent = {
+        "type": protocol.GROUP_EVENT,
+        "kind": kind,
+        "seq": execution.sequence,
         "execution_id": str(execution.id),
         "agent_id": str(execution.agent_id),
-        "sequence": execution.sequence,
-        "kind": kind,
         "status": execution.status,
         "data": data,
     }
@@ -89,9 +91,9 @@ def _broadcast(
     if kind == "status":
         groups.append(realtime.agency_group(execution.agency_id))
     if deferred is not None:
-        deferred.append(lambda: realtime.broadcast(groups, message))
+        deferred.append(lambda: realtime.broadcast(groups, dict(message)))
     else:
-        realtime.broadcast_on_commit(groups, message)
+        realtime.broadcast_on_commit(groups, dict(message))
 
 
 def record_transition(
@@ -145,7 +147,11 @@ def record_transition(
         if not created:
             tx.defer_row(_close_state(execution, transition.entered_at))
         tx.defer_insert(transition)
-    _broadcast(execution, "status", {"from": from_status, "to": to_status, "reason": reason})
+    _broadcast(
+        execution,
+        "status",
+        protocol.status_data(from_status=from_status, to_status=to_status, reason=reason),
+    )
     return transition
 
 
@@ -372,10 +378,11 @@ class StepTransaction:
             "execution_id": execution.id,
             "step_number": execution.current_step,
             "step_type": step_type,
+            "sequence": execution.sequence,
             **fields,
         }
         self.defer_row(fastdb.row(ExecutionStep, values))
-        _broadcast(execution, "step", _step_summary(values), self.after_commit)
+        _broadcast(execution, "step", protocol.step_data(values), self.after_commit)
 
     def count_llm_call(self, usage: Usage, cost: Decimal) -> None:
         execution = self.execution
@@ -435,19 +442,6 @@ class StepTransaction:
             "duration_ms", "lease_owner", "wait_until", "budget_reservation",
         }  # fmt: skip
         self.finished = True
-
-
-def _step_summary(step: dict[str, Any]) -> dict[str, Any]:
-    text = step.get("output_text") or step.get("reasoning") or step.get("input_text") or ""
-    return {
-        "step_number": step["step_number"],
-        "step_type": step["step_type"],
-        "text": text[:500],
-        "tool_name": step.get("tool_name", ""),
-        "tool_call_id": step.get("tool_call_id", ""),
-        "tokens": step.get("tokens_input", 0) + step.get("tokens_output", 0),
-        "duration_ms": step.get("duration_ms"),
-    }
 
 
 @contextmanager

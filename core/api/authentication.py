@@ -52,16 +52,23 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raw = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid API key.") from None
-        key = api_key_for_secret(raw_key=raw) if raw.startswith(f"{KEY_SCHEME}_") else None
-        if key is None:
-            raise exceptions.AuthenticationFailed("Invalid API key.")
-        if key.is_revoked:
-            raise exceptions.AuthenticationFailed("This API key has been revoked.")
-        with tenancy.agency_context(key.agency_id):
-            if not Agency.objects.filter(pk=key.agency_id, is_active=True).exists():
-                raise exceptions.AuthenticationFailed("The key's agency is not active.")
-            api_key_touch(api_key=key)
+        key = api_key_authenticate(raw)
         return ApiKeyUser(key), key
 
     def authenticate_header(self, request: Any) -> str:
         return f'{self.keyword} realm="api"'
+
+
+def api_key_authenticate(raw: str) -> ApiKey:
+    """The usable key ``raw`` names (REST requests and websockets alike), marked as used; else
+    :class:`~rest_framework.exceptions.AuthenticationFailed` saying why."""
+    key = api_key_for_secret(raw_key=raw) if raw.startswith(f"{KEY_SCHEME}_") else None
+    if key is None:
+        raise exceptions.AuthenticationFailed("Invalid API key.")
+    if key.is_revoked:
+        raise exceptions.AuthenticationFailed("This API key has been revoked.")
+    with tenancy.agency_context(key.agency_id):
+        if not Agency.objects.filter(pk=key.agency_id, is_active=True).exists():
+            raise exceptions.AuthenticationFailed("The key's agency is not active.")
+        api_key_touch(api_key=key)
+    return key

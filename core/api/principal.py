@@ -17,7 +17,7 @@ from rest_framework.request import Request
 
 from core import tenancy
 from core.api_keys.models import ApiKey
-from core.models import ActorType, Agency, Role
+from core.models import ActorType, Agency, Role, User
 from core.selectors import membership_for_user
 
 SUPERUSER_AGENCY_PARAM = "agency"
@@ -64,15 +64,25 @@ def _superuser_agency(request: Request) -> uuid.UUID | None:
 
 def principal_for(request: Request) -> Principal:
     if isinstance(request.auth, ApiKey):
-        key = request.auth
-        return Principal(True, agency_id=key.agency_id, role=key.role, api_key=key)
+        return principal_for_key(request.auth)
     user = request.user
     if user is None or not user.is_authenticated:
         return ANONYMOUS
     if user.is_superuser:
-        agency_id = _superuser_agency(request)
+        return principal_for_user(user, superuser_agency=_superuser_agency(request))
+    return principal_for_user(user)
+
+
+def principal_for_key(key: ApiKey) -> Principal:
+    return Principal(True, agency_id=key.agency_id, role=key.role, api_key=key)
+
+
+def principal_for_user(user: User, *, superuser_agency: uuid.UUID | None = None) -> Principal:
+    """A logged-in person's agency and role (REST requests, websockets); a superuser acts in
+    ``superuser_agency``, or across agencies when it is None."""
+    if user.is_superuser:
         return Principal(
-            True, agency_id=agency_id, role=Role.ADMIN, user_id=user.pk, is_superuser=True
+            True, agency_id=superuser_agency, role=Role.ADMIN, user_id=user.pk, is_superuser=True
         )
     # The same resolution as core.middleware.TenantMiddleware, which never sees token logins.
     with tenancy.tenant_context(user_id=user.pk):

@@ -1,0 +1,115 @@
+"""Reads for watchers: which execution a principal may watch, its header (snapshot) and the
+events it missed, rebuilt from the rows the runtime wrote (state transitions and steps share the
+execution's event numbers).
+
+Preconditions: called inside :func:`core.api.principal.principal_context` of the watcher, so
+row-level security hides other agencies' rows as well.
+"""
+
+from __future__ import annotations
+
+import bisect
+import uuid
+from typing import Any
+
+from agents.models import Execution, ExecutionStatus, ExecutionStep, StateTransition
+from approvals.models import Approval, ApprovalStatus
+from core.api.principal import Principal
+from core.selectors import access_object
+from live import protocol
+
+_STEP_COLUMNS = (
+    "sequence", "step_number", "step_type", "input_text", "reasoning", "output_text", "model",
+    "tool_name", "tool_call_id", "tool_input", "tool_output", "tokens_input", "tokens_output",
+    "cost_usd", "duration_ms", "started_at", "completed_at",
+)  # fmt: skip
+
+
+def execution_for_watcher(*, principal: Principal, execution_id: uuid.UUID | str) -> Execution:
+    """The execution ``principal`` may watch (every role may); another agency's, a deleted and
+    a made-up one raise the same ``Http404``, as the REST API's does."""
+    executions = Execution.objects.select_related("agent")
+    if principal.agency_id is not None:
+        executions = executions.filter(agency_id=principal.agency_id)
+    return access_object(executions, agency=None, id=execution_id)
+
+
+def execution_snapshot(execution: Execution) -> protocol.Snapshot:
+    waiting: protocol.Waiting | None = None
+    if execution.status in (ExecutionStatus.WAITING_APPROVAL, ExecutionStatus.WAITING_INPUT):
+        approval = (
+            Approval.objects.filter(execution=execution, status=ApprovalStatus.PENDING)
+            .order_by("-created_at")
+            .only("id", "action_type")
+            .first()
+        )
+        waiting = {
+            "approval_id": str(approval.id) if approval else None,
+            "tool_name": approval.action_type if approval else "",
+            "input_request": execution.input_request or {},
+            "wait_until": protocol.iso(execution.wait_until),
+        }
+    return {
+        "type": "snapshot",
+        "seq": execution.sequence,
+        "execution_id": str(execution.id),
+        "agent_id": str(execution.agent_id),
+        "agent_name": execution.agent.name,
+        "status": execution.status,
+        "stop_reason": execution.stop_reason,
+        "error": protocol.clip_text(execution.error),
+        "output": protocol.clip_text(execution.output),
+        "totals": {
+            "tokens_total": execution.tokens_total,
+            "cost_usd": str(execution.cost_usd),
+            "llm_call_count": execution.llm_call_count,
+            "tool_call_count": execution.tool_call_count,
+            "current_step": execution.current_step,
+        },
+        "waiting": waiting,
+        "started_at": protocol.iso(execution.started_at),
+        "completed_at": protocol.iso(execution.completed_at),
+    }
+
+
+def execution_events(
+    *, execution: Execution, after: int, upto: int | None = None
+) -> list[protocol.ExecutionEvent]:
+    """The execution's events numbered ``after < seq <= upto`` (no upper bound: all committed),
+    in order, as they were broadcast. Steps written before steps were numbered are left out."""
+    transitions = list(
+        StateTransition.objects.filter(execution_id=execution.id)
+        .order_by("sequence")
+        .values_list("sequence", "from_state", "to_state", "transition_reason")
+    )
+    steps = ExecutionStep.objects.filter(execution_id=execution.id, sequence__gt=after)
+    if upto is not None:
+        steps = steps.filter(sequence__lte=upto)
+    base = {"execution_id": str(execution.id), "agent_id": str(execution.agent_id)}
+    events: list[protocol.ExecutionEvent] = []
+    for seq, from_state, to_state, reason in transitions:
+        if seq > after and (upto is None or seq <= upto):
+            data = protocol.status_data(from_status=from_state, to_status=to_state, reason=reason)
+            events.append(_event(base, "status", seq, to_state, data))
+    # A step's status is the one its run was in when it was written: the last state entered
+    # before it (the runtime broadcasts execution.status at that moment).
+    numbers = [seq for seq, *_ in transitions]
+    for row in steps.values(*_STEP_COLUMNS):
+        state = transitions[bisect.bisect_left(numbers, row["sequence"]) - 1][2]
+        events.append(_event(base, "step", row["sequence"], state, protocol.step_data(row)))
+    events.sort(key=lambda event: event["seq"])
+    return events
+
+
+def _event(
+    base: dict[str, str], kind: Any, seq: int, status: str, data: Any
+) -> protocol.ExecutionEvent:
+    return {
+        "type": protocol.GROUP_EVENT,
+        "kind": kind,
+        "seq": seq,
+        "execution_id": base["execution_id"],
+        "agent_id": base["agent_id"],
+        "status": status,
+        "data": data,
+    }
