@@ -68,6 +68,7 @@ class Totals(TypedDict):
     cost_usd: str
     llm_call_count: int
     tool_call_count: int
+    failed_tool_calls: int  # act steps whose tool reported an error
     current_step: int
 
 

@@ -12,7 +12,7 @@ import bisect
 import uuid
 from typing import Any
 
-from agents.models import Execution, ExecutionStatus, ExecutionStep, StateTransition
+from agents.models import Execution, ExecutionStatus, ExecutionStep, StateTransition, StepType
 from approvals.models import Approval, ApprovalStatus
 from core.api.principal import Principal
 from core.selectors import access_object
@@ -64,12 +64,21 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
             "cost_usd": str(execution.cost_usd),
             "llm_call_count": execution.llm_call_count,
             "tool_call_count": execution.tool_call_count,
+            "failed_tool_calls": failed_tool_calls(execution),
             "current_step": execution.current_step,
         },
         "waiting": waiting,
         "started_at": protocol.iso(execution.started_at),
         "completed_at": protocol.iso(execution.completed_at),
     }
+
+
+def failed_tool_calls(execution: Execution) -> int:
+    """Tool calls of the run that reported an error: a run may complete although some failed,
+    and its page says so."""
+    return ExecutionStep.objects.filter(
+        execution_id=execution.id, step_type=StepType.ACT, tool_output__has_key="error"
+    ).count()
 
 
 def execution_events(

@@ -67,6 +67,7 @@ class Worker:
 
     def start(self, **env: str) -> Worker:
         environment = dict(os.environ)
+        environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set while a test browser is open
         environment.update(
             DJANGO_SETTINGS_MODULE="config.settings.test",
             AGENTDESK_LEASE_SECONDS="3",
@@ -245,6 +246,7 @@ class AsgiServer:
     def start(self) -> AsgiServer:
 
         environment = dict(os.environ)
+        environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set while a test browser is open
         environment.update(DJANGO_SETTINGS_MODULE="config.settings.test", PYTHONUNBUFFERED="1")
         environment.update(self.extra_env)
         self.process = subprocess.Popen(

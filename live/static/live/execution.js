@@ -1,0 +1,294 @@
+/* The live view of one execution (live/templates/live/execution_live.html).
+ *
+ * Connects to /ws/executions/<id>/ (same origin: the admin session authenticates it), draws the
+ * snapshot into the header and each step and state change into the timeline, and grows the text
+ * of the model call under way from "token" messages. Reconnects with backoff and asks only for
+ * what it missed (?after=<last event number>), so nothing is drawn twice. Protocol:
+ * docs/live-protocol.md. */
+(function () {
+    "use strict";
+
+    const BACKOFF_MIN_MS = 500;
+    const BACKOFF_MAX_MS = 15000;
+    const TERMINAL = ["completed", "failed", "cancelled", "timed_out"];
+    const STATUS_LABELS = {
+        pending: "Pending", running: "Running", waiting_approval: "Waiting for approval",
+        waiting_input: "Waiting for input", completed: "Completed", failed: "Failed",
+        cancelled: "Cancelled", timed_out: "Timed out",
+    };
+
+    function el(tag, className, text) {
+        const node = document.createElement(tag);
+        if (className) {
+            node.className = className;
+        }
+        if (text !== undefined && text !== null) {
+            node.textContent = String(text);
+        }
+        return node;
+    }
+
+    function pretty(value) {
+        if (value === null || value === undefined) {
+            return "";
+        }
+        return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+    }
+
+    function money(value) {
+        const number = Number(value || 0);
+        return "$" + (number < 0.01 && number > 0 ? number.toFixed(6) : number.toFixed(4));
+    }
+
+    function time(iso) {
+        return iso ? new Date(iso).toLocaleTimeString() : "";
+    }
+
+    function start(root) {
+        const field = (name) => root.querySelector('[data-field="' + name + '"]');
+        const conn = root.querySelector("[data-conn]");
+        const timeline = field("timeline");
+        const approvalUrl = root.dataset.approvalUrl || "";
+        let lastSeq = 0; // the last event drawn: a reconnect asks for what follows it
+        let headerSeq = -1; // the snapshot's number: step costs after it are added to its totals
+        let totals = null;
+        let status = field("status").dataset.status;
+        let backoff = BACKOFF_MIN_MS;
+        let streaming = null; // {stepNumber, node, body} of the model call under way
+
+        function setConn(state, label) {
+            conn.dataset.conn = state;
+            conn.textContent = label;
+        }
+
+        function setStatus(value) {
+            status = value;
+            const badge = field("status");
+            badge.dataset.status = value;
+            badge.textContent = STATUS_LABELS[value] || value;
+        }
+
+        function drawTotals() {
+            if (!totals) {
+                return;
+            }
+            field("cost").textContent = money(totals.cost_usd);
+            field("tokens").textContent = totals.tokens_total;
+            field("llm_calls").textContent = totals.llm_call_count;
+            field("tool_calls").textContent = totals.tool_call_count;
+            field("steps").textContent = totals.current_step;
+            const flag = field("failed_flag");
+            const failed = totals.failed_tool_calls || 0;
+            flag.hidden = failed === 0;
+            flag.textContent = failed === 1
+                ? "1 tool call failed in this run."
+                : failed + " tool calls failed in this run.";
+        }
+
+        function drawSnapshot(snapshot) {
+            headerSeq = snapshot.seq;
+            totals = Object.assign({}, snapshot.totals);
+            setStatus(snapshot.status);
+            drawTotals();
+            const waiting = field("waiting");
+            waiting.replaceChildren();
+            waiting.hidden = !snapshot.waiting;
+            if (snapshot.waiting) {
+                const w = snapshot.waiting;
+                if (w.approval_id) {
+                    waiting.append(el("strong", "", "Waiting for approval: "),
+                        el("code", "", w.tool_name), " ");
+                    const link = el("a", "live-button", "Review and decide");
+                    link.href = approvalUrl.replace(/[0-]{8}-[0-]{4}-[0-]{4}-[0-]{4}-[0-]{12}/, w.approval_id);
+                    waiting.append(link);
+                } else if (w.input_request && w.input_request.question) {
+                    waiting.append(el("strong", "", "Waiting for an answer: "),
+                        el("span", "", w.input_request.question));
+                } else if (w.wait_until) {
+                    waiting.append(el("strong", "", "Waiting until "), el("span", "", new Date(w.wait_until).toLocaleString()));
+                }
+            }
+            const outcome = field("outcome");
+            outcome.replaceChildren();
+            outcome.hidden = !(snapshot.output || snapshot.error);
+            if (snapshot.error) {
+                outcome.append(el("strong", "", "Error: "), el("span", "", snapshot.error));
+                outcome.dataset.kind = "error";
+            } else if (snapshot.output) {
+                outcome.append(el("strong", "", "Answer: "), el("span", "", snapshot.output));
+                outcome.dataset.kind = "output";
+            }
+        }
+
+        function block(label, value, kind) {
+            const wrapper = el("div", "live-block" + (kind ? " live-block--" + kind : ""));
+            wrapper.append(el("div", "live-block__label", label));
+            wrapper.append(el("pre", "live-block__body", pretty(value)));
+            return wrapper;
+        }
+
+        function drawStep(event) {
+            const step = event.data;
+            const item = el("li", "live-step live-step--" + step.step_type + (step.failed ? " live-step--failed" : ""));
+            item.dataset.seq = event.seq;
+            const head = el("div", "live-step__head");
+            head.append(el("span", "live-step__kind", step.step_type));
+            head.append(el("span", "live-step__number", "#" + step.step_number));
+            if (step.tool_name) {
+                head.append(el("code", "live-step__tool", step.tool_name));
+            }
+            if (step.failed) {
+                head.append(el("span", "live-step__failed", "failed"));
+            }
+            const meta = [];
+            if (step.model) {
+                meta.push(step.model);
+            }
+            if (step.tokens_input || step.tokens_output) {
+                meta.push(step.tokens_input + " in / " + step.tokens_output + " out");
+            }
+            if (Number(step.cost_usd) > 0) {
+                meta.push(money(step.cost_usd));
+            }
+            if (step.duration_ms !== null && step.duration_ms !== undefined) {
+                meta.push(step.duration_ms + " ms");
+            }
+            meta.push(time(step.completed_at || step.started_at));
+            head.append(el("span", "live-step__meta", meta.filter(Boolean).join(" · ")));
+            item.append(head);
+            if (step.text) {
+                item.append(el("p", "live-step__text", step.text));
+            }
+            if (step.step_type === "act") {
+                item.append(block("Arguments", step.tool_input));
+                if (step.failed) {
+                    item.append(block("Error", step.error || step.tool_output, "error"));
+                } else if (step.tool_output !== null && step.tool_output !== undefined) {
+                    item.append(block("Result", step.tool_output));
+                }
+            }
+            return item;
+        }
+
+        function drawStatus(event) {
+            const data = event.data;
+            const item = el("li", "live-state");
+            item.dataset.seq = event.seq;
+            item.append(el("span", "live-badge live-badge--small", STATUS_LABELS[data.to_status] || data.to_status));
+            item.lastChild.dataset.status = data.to_status;
+            if (data.reason) {
+                item.append(el("span", "live-state__reason", data.reason));
+            }
+            return item;
+        }
+
+        function append(node) {
+            field("empty").hidden = true;
+            const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+            if (streaming && streaming.node.isConnected) {
+                timeline.insertBefore(node, streaming.node);
+            } else {
+                timeline.append(node);
+            }
+            if (nearBottom) {
+                node.scrollIntoView({ block: "nearest" });
+            }
+        }
+
+        function onEvent(event) {
+            if (event.seq <= lastSeq) {
+                return; // the server sends each once; a page that reconnects asks past this
+            }
+            lastSeq = event.seq;
+            if (event.type === "step") {
+                if (streaming && event.data.step_number >= streaming.stepNumber) {
+                    streaming.node.remove(); // the persisted reply replaces the streamed text
+                    streaming = null;
+                }
+                append(drawStep(event));
+                if (totals && event.seq > headerSeq) {
+                    totals.cost_usd = Number(totals.cost_usd) + Number(event.data.cost_usd || 0);
+                    totals.tokens_total += (event.data.tokens_input || 0) + (event.data.tokens_output || 0);
+                    totals.current_step = Math.max(totals.current_step, event.data.step_number);
+                    if (event.data.step_type === "think" && event.data.model) {
+                        totals.llm_call_count += 1;
+                    }
+                    if (event.data.step_type === "act") {
+                        totals.tool_call_count += 1;
+                        totals.failed_tool_calls += event.data.failed ? 1 : 0;
+                    }
+                    drawTotals();
+                }
+            } else if (event.type === "status") {
+                append(drawStatus(event));
+            }
+            setStatus(event.status);
+        }
+
+        function onToken(message) {
+            if (!streaming || streaming.stepNumber !== message.step_number) {
+                if (streaming) {
+                    streaming.node.remove();
+                }
+                const node = el("li", "live-step live-step--think live-step--streaming");
+                const head = el("div", "live-step__head");
+                head.append(el("span", "live-step__kind", "think"), el("span", "live-step__number", "#" + message.step_number),
+                    el("span", "live-step__meta", "the model is writing…"));
+                const body = el("p", "live-step__text");
+                node.append(head, body);
+                timeline.append(node);
+                field("empty").hidden = true;
+                streaming = { stepNumber: message.step_number, node: node, body: body };
+            }
+            streaming.body.textContent += message.text;
+        }
+
+        function connect() {
+            const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+            const socket = new WebSocket(scheme + window.location.host + root.dataset.socket + "?after=" + lastSeq);
+            setConn("connecting", "connecting…");
+            socket.addEventListener("message", function (raw) {
+                let message;
+                try {
+                    message = JSON.parse(raw.data);
+                } catch (error) {
+                    return;
+                }
+                if (message.type === "snapshot") {
+                    setConn("open", TERMINAL.includes(message.status) ? "finished" : "live");
+                    backoff = BACKOFF_MIN_MS;
+                    drawSnapshot(message);
+                } else if (message.type === "step" || message.type === "status") {
+                    onEvent(message);
+                    if (TERMINAL.includes(status)) {
+                        setConn("open", "finished");
+                    }
+                } else if (message.type === "token") {
+                    onToken(message);
+                }
+            });
+            socket.addEventListener("close", function (closed) {
+                if (closed.code === 4404 || closed.code === 4401) {
+                    setConn("closed", closed.code === 4404 ? "not found" : "signed out");
+                    return; // reconnecting would be refused again
+                }
+                if (streaming) {
+                    streaming.node.remove(); // its step arrives with the catch-up
+                    streaming = null;
+                }
+                setConn("closed", "reconnecting…");
+                window.setTimeout(connect, backoff + Math.random() * backoff * 0.3);
+                backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+            });
+        }
+
+        connect();
+    }
+
+    document.addEventListener("DOMContentLoaded", function () {
+        const root = document.getElementById("live-run");
+        if (root && "WebSocket" in window) {
+            start(root);
+        }
+    });
+})();

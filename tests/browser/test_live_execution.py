@@ -1,0 +1,100 @@
+"""The execution page, live: opened before its run starts, it shows the run think, stream its
+text, call tools (one failing) and finish, without a reload."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.fake_server.script import Reply, ScriptedToolCall, by_turn
+from agents.models import Agent
+from agents.tasks import run_execution
+from core import tenancy
+from core.models import Role
+from crm.models import Contact
+from tests.browser.conftest import PHONE, logged_in, screenshot
+from tests.factories import MembershipFactory
+from tests.processes import AsgiServer, Worker, pending_execution, wait_for
+
+pytestmark = pytest.mark.slow
+
+ANSWER = (
+    "Ada Lovelace is on file (ada@example.com), but there is no contact for "
+    "nobody@example.com: I could not add the follow-up for them."
+)
+
+
+def test_the_execution_page_shows_the_run_live_without_a_reload(
+    browser: Browser,
+    asgi_server: AsgiServer,
+    celery_worker: Worker,
+    fake_llm_server: FakeProviderServer,
+    make_agent: Callable[..., Agent],
+) -> None:
+    agent = make_agent("openai", allowed_tools=["crm_*"], name="Lead follow-up")
+    with tenancy.agency_context(agent.agency_id):
+        Contact.objects.create(
+            agency_id=agent.agency_id, site_id=agent.site_id, email="ada@example.com",
+            first_name="Ada", last_name="Lovelace",
+        )  # fmt: skip
+    fake_llm_server.set_responder(
+        by_turn(
+            Reply(
+                text="Looking up both contacts.",
+                tool_calls=(
+                    ScriptedToolCall("crm_get_contact", {"email": "ada@example.com"}),
+                    ScriptedToolCall("crm_get_contact", {"email": "nobody@example.com"}),
+                ),
+                latency=0.8,
+            ),
+            Reply(text=ANSWER, stream_interval=0.08, latency=0.3),
+        ),
+        key=agent.llm_model,
+    )
+    execution = pending_execution(agent, input_text="Follow up Ada and nobody@example.com.")
+    user = MembershipFactory.create(agency_id=agent.agency_id, role=Role.STAFF).user
+    context = logged_in(browser, asgi_server, user)
+    page = context.new_page()
+    page.goto(f"{asgi_server.url}/admin/agents/execution/{execution.id}/change/")
+    live = page.locator("#live-run")
+    expect(live.locator("[data-conn]")).to_have_text("live")
+    expect(live.locator('[data-field="status"]')).to_have_text("Pending")
+    page.evaluate("window.__sameDocument = true")
+
+    run_execution.delay(str(execution.id), agency_id=str(agent.agency_id))
+
+    expect(live.locator('[data-field="status"]')).to_have_text("Running", timeout=15_000)
+    act_steps = live.locator(".live-step--act")
+    expect(act_steps).to_have_count(2, timeout=15_000)
+    expect(act_steps.first).to_contain_text("crm_get_contact")
+    expect(act_steps.first).to_contain_text("Lovelace")  # the result, inline
+    expect(live.locator(".live-step--failed")).to_have_count(1)
+    # The final answer streams in before its step is persisted.
+    streaming = live.locator(".live-step--streaming")
+    expect(streaming).to_be_visible(timeout=15_000)
+    expect(streaming).to_contain_text("Ada Lovelace is on file")
+    screenshot(page, "execution-streaming-desktop")
+
+    expect(live.locator('[data-field="status"]')).to_have_text("Completed", timeout=20_000)
+    expect(streaming).to_have_count(0)  # folded into the persisted think step
+    expect(live.locator(".live-step--think").last).to_contain_text(ANSWER)
+    expect(live.locator('[data-field="failed_flag"]')).to_have_text(
+        "1 tool call failed in this run."
+    )
+    expect(live.locator('[data-field="outcome"]')).to_contain_text(ANSWER)
+    assert page.evaluate("window.__sameDocument") is True  # never reloaded
+    finished = wait_for(execution)
+    assert live.locator('[data-field="cost"]').inner_text() == f"${finished.cost_usd:.4f}"
+    assert live.locator('[data-field="tokens"]').inner_text() == str(finished.tokens_total)
+    screenshot(page, "execution-desktop")
+
+    page.set_viewport_size(PHONE)
+    page.reload()
+    expect(live.locator(".live-step--act")).to_have_count(2)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    screenshot(page, "execution-phone")
+    assert width <= PHONE["width"] + 1, "the page scrolls sideways on a phone"
+    context.close()
