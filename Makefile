@@ -4,6 +4,7 @@
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+CHROMIUM := /usr/bin/chromium
 
 # The first interpreter >= 3.12 among $PYTHON, python3.13, python3.12, python3 and pyenv's versions.
 FIND_PYTHON := for c in "$$PYTHON" python3.13 python3.12 python3 \
@@ -40,8 +41,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy .
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(CHROMIUM)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The browser tests drive Debian's Chromium (Playwright's own browser download does not work
+# offline); installed once, as root or through sudo.
+$(CHROMIUM):
+	@echo "installing Debian's chromium for the browser tests (tests/browser/)"
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null
 
 bench: $(STAMP)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[dev,bench]"
