@@ -10,9 +10,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.text import Truncator
 
-from agents.admin.common import json_display, link
+from agents.admin.common import json_display, run_link
 from approvals.models import Approval, ApprovalStatus, RiskRule
 from approvals.services import approval_decide
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin, has_role
@@ -48,8 +50,8 @@ class PendingFirstFilter(admin.SimpleListFilter):
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = [
-        "action_type", "risk_level", "status", "agent", "execution_link",
-        "action_description", "created_at", "decided_by", "decided_at",
+        "action_type", "risk_level", "status", "agent", "execution_link", "action_summary",
+        "created_at", "decided_by", "decided_at",
     ]  # fmt: skip
     list_filter = [PendingFirstFilter, "risk_level", ("agent", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["agent", "execution", "decided_by"]
@@ -65,9 +67,15 @@ class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
         "decision_reason", "expires_at", "created_at",
     ]  # fmt: skip
 
+    @admin.display(description="Action")
+    def action_summary(self, obj: Approval) -> SafeString:
+        """The call, cut to a few lines in the list; the whole of it on hover and on its page."""
+        text = obj.action_description
+        return format_html('<span title="{}">{}</span>', text, Truncator(text).chars(160))
+
     @admin.display(description="Execution")
     def execution_link(self, obj: Approval) -> SafeString | str:
-        return link(obj.execution)
+        return run_link(obj.execution)
 
     def has_decide_permission(self, request: HttpRequest) -> bool:
         return self.has_module_permission(request) and has_role(request, DECIDE_ROLES)

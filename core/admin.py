@@ -9,10 +9,15 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from unfold.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationForm
 
+# Registered when the admin discovers this module, on the site the theme installs (unfold replaces
+# admin.site in its ready(), after core's: an admin registered from core's ready() was lost).
+from core import admin_api_keys, admin_third_party  # noqa: F401
 from core.admin_scoping import (
     ADMIN_ROLES,
     AgencyScopedAdmin,
+    ModelAdmin,
     NotFoundIs404Mixin,
     ReadOnlyAdminMixin,
     request_agency,
@@ -22,15 +27,20 @@ from core.models import Agency, Event, Membership, Role, Site, User
 
 
 @admin.register(User)
-class AgentDeskUserAdmin(UserAdmin[User]):
+class AgentDeskUserAdmin(UserAdmin[User], ModelAdmin):
     """Logins are platform-wide: only superusers manage them; agencies manage memberships."""
+
+    # Django's forms with the theme's widgets.
+    form = UserChangeForm
+    add_form = UserCreationForm
+    change_password_form = AdminPasswordChangeForm
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser
 
 
 @admin.register(Agency)
-class AgencyAdmin(NotFoundIs404Mixin, admin.ModelAdmin[Agency]):
+class AgencyAdmin(NotFoundIs404Mixin, ModelAdmin):
     list_display = ["name", "slug", "is_active", "created_at"]
     list_filter = ["is_active"]
     search_fields = ["name", "slug"]

@@ -14,8 +14,28 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import JSONField, Model, Q, QuerySet
 from django.forms import ModelForm
 from django.http import Http404, HttpRequest
+from unfold.admin import ModelAdmin as UnfoldModelAdmin
+from unfold.admin import StackedInline as UnfoldStackedInline
+from unfold.admin import TabularInline as UnfoldTabularInline
 
 from core.models import Agency, Membership, Role
+
+# The admin theme's classes, for every admin and inline of the project (django-unfold: its
+# templates expect its widgets, actions and changelist). Unfold ships no type hints, so Django's
+# class is named after it too: mypy then checks overrides against django-stubs, and at run time it
+# is already in unfold's MRO, right where it is named.
+
+
+class ModelAdmin(UnfoldModelAdmin, admin.ModelAdmin[Any]):
+    """unfold.admin.ModelAdmin."""
+
+
+class TabularInline(UnfoldTabularInline, admin.TabularInline[Any, Any]):
+    """unfold.admin.TabularInline."""
+
+
+class StackedInline(UnfoldStackedInline, admin.StackedInline[Any, Any]):
+    """unfold.admin.StackedInline."""
 
 
 def request_membership(request: HttpRequest) -> Membership | None:
@@ -80,7 +100,7 @@ class NotFoundIs404Mixin:
         return obj
 
 
-class AgencyScopedAdmin(NotFoundIs404Mixin, admin.ModelAdmin[Any]):
+class AgencyScopedAdmin(NotFoundIs404Mixin, ModelAdmin):
     """For models with an ``agency`` foreign key (``AgencyOwnedModel``)."""
 
     agency_field = "agency"

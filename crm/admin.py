@@ -7,7 +7,12 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin, request_agency
+from core.admin_scoping import (
+    AgencyScopedAdmin,
+    ScopedInlineMixin,
+    TabularInline,
+    request_agency,
+)
 from core.models import User
 from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
 
@@ -25,7 +30,7 @@ class CrmAdmin(AgencyScopedAdmin):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
-class NoteInline(ScopedInlineMixin, admin.TabularInline[Note, Contact]):
+class NoteInline(ScopedInlineMixin, TabularInline):
     model = Note
     extra = 0
     fields = ["kind", "content", "author", "agent", "created_at"]

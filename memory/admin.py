@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from agents.admin.common import json_display
+from agents.admin.common import id_column, json_display
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from memory.models import Conversation, Episode, Memory
 
@@ -48,7 +48,9 @@ class MemoryAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
 @admin.register(Episode)
 class EpisodeAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
-    list_display = ["__str__", "agent", "outcome", "trigger_event", "duration_ms", "created_at"]
+    list_display = ["episode", "agent", "outcome", "trigger_event", "duration_ms", "created_at"]
+    list_display_links = ["episode"]
+    episode = id_column("Episode")
     list_filter = ["outcome", "should_repeat", AGENT_FILTER]
     list_select_related = ["agent"]
     date_hierarchy = "created_at"
@@ -64,8 +66,11 @@ class EpisodeAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 @admin.register(Conversation)
 class ConversationAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = [
-        "__str__", "agent", "context_type", "message_count", "tokens_used", "last_message_at",
+        "conversation", "agent", "context_type", "message_count", "tokens_used",
+        "last_message_at",
     ]  # fmt: skip
+    list_display_links = ["conversation"]
+    conversation = id_column("Conversation", ordering="started_at")
     list_filter = ["context_type", AGENT_FILTER]
     list_select_related = ["agent"]
     date_hierarchy = "last_message_at"

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from agents.admin.common import EMPTY, json_display, link
+from agents.admin.common import EMPTY, json_display, link, run_link
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
 from tools.models import Tool, ToolCall
 from tools.validation import InvalidToolSchema, check_parameters_schema
@@ -104,7 +104,7 @@ class ToolCallAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
     @admin.display(description="Execution")
     def execution_link(self, obj: ToolCall) -> SafeString | str:
-        return link(obj.execution)
+        return run_link(obj.execution)
 
     @admin.display(description="Step")
     def step_link(self, obj: ToolCall) -> SafeString | str:

@@ -1,21 +1,32 @@
 """The agent page: configuration through the agent services (validation on the form, ai.agent.*
-events), the effective tool list, the schedule in words, stats and links to its runs."""
+events) in tabs, the tools its patterns allow (live while they are typed), the schedule in words,
+today's budget, its memory, stats, links to its runs and a "Try it" run."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import QuerySet, TextField
 from django.http import HttpRequest, HttpResponse
-from django.urls import URLPattern, path
-from django.utils.html import format_html, format_html_join
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from unfold.decorators import action
+from unfold.enums import ActionVariant
+from unfold.widgets import UnfoldAdminExpandableTextareaWidget
 
 from agents.admin import views
-from agents.admin.common import EMPTY, admin_url, changelist_link
-from agents.admin.display import agent_effective_tools, schedule_summary
-from agents.admin.forms import AgentForm
+from agents.admin.agent_panels import (
+    budget_panel,
+    memory_panel,
+    render_tool_preview,
+    tool_picker_options,
+)
+from agents.admin.agent_tabs import FIELDSETS, STATS, STATS_FIELDS
+from agents.admin.common import COMPACT_WIDGETS, EMPTY, changelist_link
+from agents.admin.display import schedule_summary
+from agents.admin.forms import AgentForm, ToolPatternsWidget, TryItForm
 from agents.models import Agent, AgentGoal, Execution
 from agents.services import (
     agent_activate,
@@ -26,34 +37,23 @@ from agents.services import (
     agent_update,
 )
 from agents.services.agents import EDITABLE_FIELDS
-from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin
-from tools.models import Tool
+from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin, StackedInline, request_agency
 
-STATS_FIELDS = (
-    "executions_link",
-    "total_runs",
-    "successful_runs",
-    "failed_runs",
-    "total_tokens_used",
-    "total_cost_usd",
-    "total_actions_taken",
-    "avg_response_time_ms",
-    "last_run_at",
-    "last_error",
-    "template",
-    "created_by",
-    "updated_by",
-    "created_at",
-    "updated_at",
-)
+PATTERN_FIELDS = ("allowed_tools", "denied_tools")
+PREVIEW_FIELDS = (*PATTERN_FIELDS, "constraints")  # what the tool preview is computed from
+NOT_SAVED = "Shown once the agent is saved."
 
 
-class AgentGoalInline(ScopedInlineMixin, admin.StackedInline[AgentGoal, Agent]):
+class AgentGoalInline(ScopedInlineMixin, StackedInline):
+    """Part of the behaviour: the system prompt lists them. A tab beside the settings."""
+
     model = AgentGoal
     extra = 0
     exclude = ["agency"]
     readonly_fields = ["achieved_at"]
-    verbose_name_plural = "Goals (part of the behaviour: the system prompt lists them)"
+    tab = True
+    verbose_name_plural = "Goals"
+    formfield_overrides = {TextField: {"widget": UnfoldAdminExpandableTextareaWidget}}
 
 
 def _copy_saved_state(target: Agent, saved: Agent) -> None:
@@ -68,94 +68,76 @@ def _copy_saved_state(target: Agent, saved: Agent) -> None:
 @admin.register(Agent)
 class AgentAdmin(AgencyScopedAdmin):
     form = AgentForm
+    formfield_overrides = COMPACT_WIDGETS
     inlines = [AgentGoalInline]
     list_display = [
-        "name", "site", "agent_type", "domain", "is_active", "llm_provider", "llm_model",
+        "name", "site", "agent_type", "domain", "is_active", "provider", "llm",
         "total_runs", "last_run_at",
     ]  # fmt: skip
     list_filter = ["agent_type", "domain", "is_active", "llm_provider"]
     list_select_related = ["site"]
     search_fields = ["name", "slug", "description", "domain", "system_prompt"]
     prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["effective_tools_display", "schedule_display", *STATS_FIELDS]
+    readonly_fields = [
+        "effective_tools_display", "schedule_display", "budget_display", "memory_display",
+        *STATS_FIELDS,
+    ]  # fmt: skip
     actions = ["activate", "deactivate", "duplicate", "run_now"]
-    fieldsets = [
-        (
-            "Identity",
-            {
-                "fields": [
-                    "name",
-                    "slug",
-                    "site",
-                    "agent_type",
-                    "domain",
-                    "description",
-                    "avatar_url",
-                    "capabilities",
-                    "is_active",
-                    "is_public",
-                ]
-            },
-        ),
-        ("Behaviour", {"fields": ["personality", "system_prompt", "constraints", "examples"]}),
-        ("Tools", {"fields": ["allowed_tools", "denied_tools", "effective_tools_display"]}),
-        ("Model", {"fields": ["llm_provider", "llm_model", "temperature", "max_tokens"]}),
-        (
-            "Limits",
-            {
-                "fields": [
-                    "max_steps_per_run",
-                    "max_tool_calls_per_step",
-                    "timeout_seconds",
-                    "max_runs_per_hour",
-                    "max_runs_per_day",
-                ]
-            },
-        ),
-        (
-            "Triggers",
-            {
-                "fields": [
-                    "trigger_events",
-                    "trigger_schedule",
-                    "schedule_display",
-                    "trigger_conditions",
-                ]
-            },
-        ),
-        ("Stats", {"fields": list(STATS_FIELDS), "classes": ["collapse"]}),
-    ]
+    actions_detail = ["try_it"]
+    fieldsets = FIELDSETS
+
+    class Media:
+        css = {"all": ["agents/admin/agent_editor.css"]}
+        js = ["agents/admin/tool_patterns.js"]
 
     # --- computed, read-only -----------------------------------------------------------------
-    @admin.display(description="Effective tools")
+    @admin.display(description="LLM provider", ordering="llm_provider")
+    def provider(self, obj: Agent) -> str:
+        return str(obj.get_llm_provider_display())
+
+    @admin.display(description="Model", ordering="llm_model")
+    def llm(self, obj: Agent) -> str:
+        return obj.llm_model
+
+    @admin.display(description="Tools allowed")
     def effective_tools_display(self, obj: Agent | None) -> SafeString | str:
+        """The saved patterns' tools, replaced (htmx, agents_agent_tool_preview) by those of the
+        patterns as they are typed or picked."""
+        url = reverse("admin:agents_agent_tool_preview")
+        fields = ", ".join(f"#id_{name}" for name in (*PREVIEW_FIELDS, "agency"))
+        typed = ", ".join(f"input changed delay:300ms from:#id_{name}" for name in PREVIEW_FIELDS)
         if obj is None or obj.pk is None:
-            return "Shown once the agent is saved."
-        names, available = agent_effective_tools(obj.agency_id, obj.allowed_tools, obj.denied_tools)
-        if not names:
-            why = "the allowed list is empty" if not obj.allowed_tools else "no active tool matches"
-            return f"None: {why}, so this agent can answer but cannot act."
-        tools = Tool.objects.filter(name__in=names).order_by("name")
-        items = format_html_join(
-            "",
-            '<li><a href="{}">{}</a>{}</li>',
-            (
-                (admin_url(tool), tool.name, " (needs approval)" if tool.is_dangerous else "")
-                for tool in tools
-            ),
+            # Nothing saved: the preview of the form's initial patterns, once the page is loaded.
+            return format_html(
+                '<div id="tool-preview" hx-get="{}" hx-trigger="load, {}" hx-include="{}">{}</div>',
+                url, typed, fields, "…",
+            )  # fmt: skip
+        saved = render_tool_preview(
+            obj.agency_id,
+            allowed=obj.allowed_tools,
+            denied=obj.denied_tools,
+            constraints=obj.constraints or [],
+            basis="saved patterns",
         )
         return format_html(
-            "{} of {} active tools (saved patterns):<ul class='effective-tools'>{}</ul>",
-            len(names),
-            available,
-            items,
-        )
+            '<div id="tool-preview" hx-get="{}?agency={}" hx-trigger="{}" hx-include="{}">{}'
+            "</div>",
+            url, obj.agency_id, typed, fields, saved,
+        )  # fmt: skip
 
     @admin.display(description="Schedule")
     def schedule_display(self, obj: Agent | None) -> str:
         if obj is None or obj.pk is None:
-            return "Shown once the agent is saved."
+            return NOT_SAVED
         return schedule_summary(obj.trigger_schedule, active=obj.is_active)
+
+    @admin.display(description="Budget")
+    def budget_display(self, obj: Agent | None) -> SafeString | str:
+        return budget_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
+
+    @admin.display(description="Memory")
+    def memory_display(self, obj: Agent | None) -> SafeString | str:
+        return memory_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
 
     @admin.display(description="Executions")
     def executions_link(self, obj: Agent | None) -> SafeString | str:
@@ -171,7 +153,14 @@ class AgentAdmin(AgencyScopedAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
-        return fieldsets if obj is not None else [f for f in fieldsets if f[0] != "Stats"]
+        return fieldsets if obj is not None else [f for f in fieldsets if f[0] != STATS]
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name in PATTERN_FIELDS:
+            agency = request_agency(request)
+            agency_id = agency.pk if agency is not None else None
+            kwargs["widget"] = ToolPatternsWidget(tool_picker_options(agency_id))
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     # --- saving through the services ---------------------------------------------------------
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
@@ -208,7 +197,7 @@ class AgentAdmin(AgencyScopedAdmin):
         return deleted, counts, set(), protected
 
     # --- actions -----------------------------------------------------------------------------
-    def has_run_permission(self, request: HttpRequest) -> bool:
+    def has_run_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self.has_change_permission(request)
 
     @admin.action(description="Activate selected agents", permissions=["change"])
@@ -245,6 +234,7 @@ class AgentAdmin(AgencyScopedAdmin):
                 wrap(self.from_template_view),
                 name="agents_agent_from_template",
             ),
+            path("tool-preview/", wrap(self.tool_preview_view), name="agents_agent_tool_preview"),
             path("<path:object_id>/run/", wrap(self.run_view), name="agents_agent_run"),
             *super().get_urls(),
         ]
@@ -254,6 +244,24 @@ class AgentAdmin(AgencyScopedAdmin):
 
     def run_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return views.run(self, request, object_id)
+
+    def tool_preview_view(self, request: HttpRequest) -> HttpResponse:
+        return views.tool_preview(self, request)
+
+    @action(
+        description="Try it",
+        icon="play_arrow",
+        variant=ActionVariant.PRIMARY,
+        permissions=["run"],
+        dialog={
+            "title": "Try this agent",
+            "description": "Starts a manual run now and opens it, so you can watch it work.",
+            "form_class": TryItForm,
+            "form_submit_text": "Start the run",
+        },
+    )
+    def try_it(self, request: HttpRequest, form: TryItForm, object_id: str) -> HttpResponse:
+        return views.try_it(self, request, object_id, instruction=form.cleaned_data["input"])
 
     def change_view(
         self,

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agents.admin.common import EMPTY
+from agents.admin.common import COMPACT_WIDGETS, EMPTY
 from agents.admin.forms import AgentTemplateForm
 from agents.models import AgentTemplate
 from core.admin_scoping import SharedRowsAdmin, request_agency
@@ -24,6 +24,7 @@ def from_template_url(template: AgentTemplate) -> str:
 @admin.register(AgentTemplate)
 class AgentTemplateAdmin(SharedRowsAdmin):
     form = AgentTemplateForm
+    formfield_overrides = COMPACT_WIDGETS
     list_display = ["name", "slug", "agent_type", "domain", "is_system", "llm_model"]
     list_filter = ["agent_type", "is_system", "domain"]
     search_fields = ["name", "slug", "description", "domain"]

@@ -8,15 +8,26 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin
-from django.db.models import Model
+from django.contrib.postgres.fields import ArrayField
+from django.db.models import JSONField, Model
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from unfold.widgets import UnfoldAdminExpandableTextareaWidget, UnfoldAdminTextInputWidget
 
-from core.admin_scoping import ScopedInlineMixin
+from core.admin_scoping import ScopedInlineMixin, TabularInline
 
 EMPTY = "-"
+# A link inside a table cell or a read-only field, coloured as the theme colours links.
+LINK = '<a href="{}" class="text-primary-600 dark:text-primary-500">{}</a>'
+
+# Agent configuration: a comma-separated list is one line, a JSON value as tall as it is (the
+# theme's defaults are a large text box for both).
+COMPACT_WIDGETS: dict[Any, dict[str, Any]] = {
+    ArrayField: {"widget": UnfoldAdminTextInputWidget},
+    JSONField: {"widget": UnfoldAdminExpandableTextareaWidget},
+}
 
 
 def admin_url(obj: Model, action: str = "change") -> str:
@@ -32,7 +43,14 @@ def link(obj: Model | None, text: object = None) -> SafeString | str:
         url = admin_url(obj)
     except NoReverseMatch:  # not registered in the admin
         return str(text if text is not None else obj)
-    return format_html('<a href="{}">{}</a>', url, text if text is not None else obj)
+    return format_html(LINK, url, text if text is not None else obj)
+
+
+def run_link(execution: Any) -> SafeString | str:
+    """An execution in a list: its short id and status (its whole name wraps over lines)."""
+    if execution is None:
+        return EMPTY
+    return link(execution, f"{short_id(execution)} · {execution.get_status_display()}")
 
 
 def changelist_url(model: type[Model], **filters: object) -> str:
@@ -42,7 +60,7 @@ def changelist_url(model: type[Model], **filters: object) -> str:
 
 
 def changelist_link(model: type[Model], text: object, **filters: object) -> SafeString:
-    return format_html('<a href="{}">{}</a>', changelist_url(model, **filters), text)
+    return format_html(LINK, changelist_url(model, **filters), text)
 
 
 def pretty_json(value: Any) -> SafeString | str:
@@ -57,7 +75,22 @@ def short_id(obj: Model) -> str:
     return str(obj.pk)[:8]
 
 
-class ReadOnlyInline(ScopedInlineMixin, admin.TabularInline[Any, Any]):
+def id_column(description: str, ordering: str = "created_at") -> Any:
+    """A list column showing the row's id cut to 8 characters, the whole id on hover (a full
+    UUID wraps over several lines of a narrow column). Use as a class attribute."""
+
+    @admin.display(description=description, ordering=ordering)
+    def show(self: Any, obj: Model) -> SafeString:
+        return format_html(
+            '<span title="{}" style="font-family: ui-monospace, monospace">{}</span>',
+            obj.pk,
+            short_id(obj),
+        )
+
+    return show
+
+
+class ReadOnlyInline(ScopedInlineMixin, TabularInline):
     """History rows under their parent: shown, never added, edited or deleted."""
 
     read_only = True

@@ -1,11 +1,13 @@
 """What the agent page computes for staff: the cron schedule in words with its next run, and the
-tools an agent may actually call."""
+tools an agent may actually call (with the reason for each tool it may not)."""
 
 from __future__ import annotations
 
 import datetime
 import uuid
 import zoneinfo
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from celery.schedules import crontab
 from cron_descriptor import FormatError, MissingFieldError, Options, WrongArgumentError
@@ -14,6 +16,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents.schedules import InvalidCron, parse_cron
+from tools.access import decide_tool
+from tools.models import Tool
+from tools.patterns import decide
 from tools.selectors import active_tools, agency_enabled_modules, offered_tools
 
 
@@ -48,14 +53,43 @@ def schedule_summary(expression: str, *, active: bool) -> str:
     return f"{text}." if active else f"{text} (once the agent is active)."
 
 
-def agent_effective_tools(
-    agency_id: uuid.UUID, allowed: list[str], denied: list[str]
-) -> tuple[list[str], int]:
-    """The tool names the agent may call — decided as a run decides them (a handler installed,
-    name patterns, required permissions, the agency's modules) — and how many active tools
-    there are."""
-    tools = list(active_tools(agency_id))
-    offered = offered_tools(
-        tools, allowed=allowed, denied=denied, enabled_modules=agency_enabled_modules(agency_id)
-    )
-    return sorted(tool.name for tool in offered), len(tools)
+@dataclass(frozen=True, slots=True)
+class ToolAccess:
+    """One active tool of the agency and whether an agent with given patterns is offered it."""
+
+    tool: Tool
+    offered: bool
+    reason: str  # why it is offered (the allowing pattern) or left out
+    pattern: str | None = None  # the allowed pattern that lets an offered tool in
+
+
+def tool_access_preview(
+    agency_id: uuid.UUID, allowed: Sequence[str], denied: Sequence[str]
+) -> list[ToolAccess]:
+    """Every active tool of the agency, decided as a run decides them (tools.selectors
+    ``offered_tools``: a handler installed, name patterns with denied winning, required
+    permissions, the agency's modules), with the reason for each, by name."""
+    tools = list(active_tools(agency_id).order_by("name"))
+    modules = agency_enabled_modules(agency_id)
+    offered = {
+        tool.pk
+        for tool in offered_tools(tools, allowed=allowed, denied=denied, enabled_modules=modules)
+    }
+    rows = []
+    for tool in tools:
+        if tool.pk in offered:
+            by_name = decide(tool.name, allowed, denied)
+            rows.append(ToolAccess(tool, True, by_name.reason, by_name.pattern))
+        else:
+            access = decide_tool(
+                tool.name,
+                requires_permissions=tool.requires_permissions,
+                requires_modules=tool.requires_modules,
+                allowed=allowed,
+                denied=denied,
+                enabled_modules=modules,
+            )
+            # Allowed by every rule yet not offered: the one check left is the handler.
+            reason = access.message or "No handler for it is installed on this server."
+            rows.append(ToolAccess(tool, False, reason))
+    return rows

@@ -12,7 +12,14 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.safestring import SafeString
 
-from agents.admin.common import EMPTY, ReadOnlyInline, changelist_link, json_display, link
+from agents.admin.common import (
+    EMPTY,
+    ReadOnlyInline,
+    changelist_link,
+    id_column,
+    json_display,
+    run_link,
+)
 from agents.models import (
     DecisionPoint,
     Execution,
@@ -73,9 +80,11 @@ class DecisionPointInline(ReadOnlyInline):
 @admin.register(Execution)
 class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = [
-        "__str__", "agent", "status_shown", "trigger_type", "stop_reason", "tokens_total",
+        "run", "agent", "status_shown", "trigger_type", "stop_reason", "tokens_total",
         "cost_usd", "tool_call_count", "duration_ms", "created_at",
     ]  # fmt: skip
+    list_display_links = ["run"]
+    run = id_column("Run")
     list_filter = ["status", "trigger_type", "stop_reason", AGENT_FILTER]
     list_select_related = ["agent"]
     date_hierarchy = "created_at"
@@ -134,7 +143,10 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
                     "actions_taken_pretty",
                     "error",
                     "error_details_pretty",
-                ]
+                ],
+                # The live view above shows the outcome, totals and timing as they change; these
+                # fields are the row as it was when the page loaded.
+                "classes": ["collapse"],
             },
         ),
         (
@@ -149,10 +161,17 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
                     "cost_usd",
                     "llm_call_count",
                     "tool_call_count",
-                ]
+                ],
+                "classes": ["collapse"],
             },
         ),
-        ("Timing", {"fields": ["created_at", "started_at", "completed_at", "duration_ms"]}),
+        (
+            "Timing",
+            {
+                "fields": ["created_at", "started_at", "completed_at", "duration_ms"],
+                "classes": ["collapse"],
+            },
+        ),
         (
             "Runtime",
             {
@@ -245,7 +264,7 @@ class ExecutionStepAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
     @admin.display(description="Execution", ordering="execution__created_at")
     def execution_link(self, obj: ExecutionStep) -> SafeString | str:
-        return link(obj.execution)
+        return run_link(obj.execution)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).select_related("execution")
@@ -270,4 +289,4 @@ class TriggerLogAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
     @admin.display(description="Execution")
     def execution_link(self, obj: TriggerLog) -> SafeString | str:
-        return link(obj.execution) if obj.execution_id else EMPTY
+        return run_link(obj.execution) if obj.execution_id else EMPTY

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.safestring import SafeString
 
-from agents.admin.common import json_display, link
+from agents.admin.common import json_display, run_link
 from agents.models import AgentMessage, DecisionPoint, StateTransition
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 
@@ -30,7 +30,7 @@ class StateTransitionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
     @admin.display(description="Execution")
     def execution_link(self, obj: StateTransition) -> SafeString | str:
-        return link(obj.execution)
+        return run_link(obj.execution)
 
 
 @admin.register(DecisionPoint)
@@ -55,7 +55,7 @@ class DecisionPointAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
     @admin.display(description="Execution")
     def execution_link(self, obj: DecisionPoint) -> SafeString | str:
-        return link(obj.execution)
+        return run_link(obj.execution)
 
 
 @admin.register(AgentMessage)

@@ -1,5 +1,6 @@
-"""Admin forms: agent configuration checked by the agent services' own validation, and the LLM
-provider's write-only API key."""
+"""Admin forms: agent configuration checked by the agent services' own validation (with a picker
+of the registry's tools beside the tool patterns), the LLM provider's write-only API key, and the
+"run now" / "try it" instruction."""
 
 from __future__ import annotations
 
@@ -7,6 +8,13 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from unfold.forms import BaseDialogForm
+from unfold.widgets import SELECT_CLASSES as PICKER_CLASSES
+from unfold.widgets import (
+    UnfoldAdminSelectWidget,
+    UnfoldAdminTextareaWidget,
+    UnfoldAdminTextInputWidget,
+)
 
 from agents.models import INPUT_MAX_CHARS, Agent, AgentTemplate, LLMProvider
 from agents.services import validate_agent_fields
@@ -48,6 +56,23 @@ LABELS = {"llm_provider": "LLM provider", "llm_model": "LLM model", "avatar_url"
 CHECKED_FIELDS = (
     "allowed_tools", "denied_tools", "trigger_schedule", "trigger_events", "trigger_conditions",
 )  # fmt: skip
+
+
+class ToolPatternsWidget(UnfoldAdminTextInputWidget):
+    """The comma-separated patterns as before (the form field and its validation are unchanged),
+    one line, with a picker of tool names and groups that adds to it."""
+
+    template_name = "agents/admin/tool_patterns_widget.html"  # forms find app templates
+
+    def __init__(self, picker: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__(attrs={"autocomplete": "off", "spellcheck": "false"})
+        self.picker = picker
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context: dict[str, Any] = super().get_context(name, value, attrs)
+        context["widget"]["picker"] = self.picker
+        context["widget"]["picker_classes"] = " ".join(PICKER_CLASSES)
+        return context
 
 
 def add_application_error(form: forms.BaseForm, exc: ApplicationError) -> None:
@@ -134,13 +159,21 @@ class LLMProviderForm(forms.ModelForm[LLMProvider]):
 class FromTemplateForm(forms.Form):
     """Create from template: which template, on which site, optionally named."""
 
-    template = forms.ModelChoiceField(queryset=AgentTemplate.objects.none())
-    site = forms.ModelChoiceField(queryset=Site.objects.none())
+    template = forms.ModelChoiceField(
+        queryset=AgentTemplate.objects.none(), widget=UnfoldAdminSelectWidget
+    )
+    site = forms.ModelChoiceField(queryset=Site.objects.none(), widget=UnfoldAdminSelectWidget)
     name = forms.CharField(
-        max_length=200, required=False, help_text="Leave blank to use the template's name."
+        max_length=200,
+        required=False,
+        help_text="Leave blank to use the template's name.",
+        widget=UnfoldAdminTextInputWidget,
     )
     slug = forms.SlugField(
-        max_length=100, required=False, help_text="Leave blank to derive it from the name."
+        max_length=100,
+        required=False,
+        help_text="Leave blank to derive it from the name.",
+        widget=UnfoldAdminTextInputWidget,
     )
 
 
@@ -149,6 +182,10 @@ class RunForm(forms.Form):
         label="Instruction",
         required=False,
         max_length=INPUT_MAX_CHARS,
-        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+        widget=UnfoldAdminTextareaWidget(attrs={"rows": 4}),
         help_text="What the agent should do on this run (optional: it works on its goals).",
     )
+
+
+class TryItForm(BaseDialogForm, RunForm):
+    """The "Try it" dialog on the agent page: the same instruction as "Run now"."""

@@ -1,23 +1,28 @@
-"""Admin pages beyond the change form: create an agent from a template, run an agent now."""
+"""Admin pages beyond the change form: create an agent from a template, run an agent now (or
+"try it" from its page), and the live preview of the tools an agent's patterns allow."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from agents.admin.agent_panels import render_tool_preview
 from agents.admin.common import admin_url, link
 from agents.admin.forms import FromTemplateForm, RunForm, add_application_error
 from agents.models import Agent, AgentTemplate, Execution, TriggerType
 from agents.services import agent_create_from_template, execution_create, skipped_trigger
 from core.admin_scoping import request_agency
 from core.exceptions import ApplicationError
-from core.models import Site
+from core.models import Agency, Site
+from tools.patterns import InvalidPattern, validate_pattern
 
 if TYPE_CHECKING:
     from agents.admin.agent import AgentAdmin
@@ -114,3 +119,74 @@ def run(model_admin: AgentAdmin, request: HttpRequest, object_id: str) -> HttpRe
         model_admin, request, title=f"Run {agent.name} now", form=form, original=agent
     )
     return TemplateResponse(request, "admin/agents/agent/run.html", context)
+
+
+def try_it(
+    model_admin: AgentAdmin, request: HttpRequest, object_id: str, *, instruction: str
+) -> HttpResponse:
+    """The "Try it" dialog's submit (unfold's action has checked the run permission): start a
+    manual run and open its page, where it can be watched. The dialog posts with htmx, which
+    follows ``HX-Redirect``; a plain post gets a redirect."""
+    agent = model_admin.get_object(request, object_id)  # 404 for another agency's agent
+    execution = start_run(model_admin, request, agent, instruction=instruction)
+    url = admin_url(execution or agent)
+    if request.headers.get("HX-Request"):
+        return HttpResponse(headers={"HX-Redirect": url})
+    return HttpResponseRedirect(url)
+
+
+def _typed_patterns(label: str, text: str, errors: list[str]) -> list[str]:
+    """The patterns of a comma-separated field as typed; a malformed one is reported (the form
+    refuses it on save) and left out."""
+    patterns = []
+    for pattern in (p.strip() for p in text.split(",")):
+        if not pattern:
+            continue
+        try:
+            validate_pattern(pattern)
+        except InvalidPattern as exc:
+            errors.append(f"{label}: {exc.message}")
+        else:
+            patterns.append(pattern)
+    return patterns
+
+
+def _typed_constraints(text: str) -> list[Any]:
+    try:
+        constraints = json.loads(text) if text.strip() else []
+    except ValueError:
+        return []  # the form says what is wrong on save; the preview goes without them
+    return constraints if isinstance(constraints, list) else []
+
+
+def _preview_agency(request: HttpRequest) -> Agency | None:
+    """The member's agency (never one named in the request); a superuser's, the one picked on
+    the form or the agent's."""
+    agency = request_agency(request)
+    if agency is not None or not request.user.is_superuser:
+        return agency
+    try:
+        return Agency.objects.filter(pk=uuid.UUID(request.GET.get("agency", ""))).first()
+    except (ValueError, ValidationError):
+        return None
+
+
+def tool_preview(model_admin: AgentAdmin, request: HttpRequest) -> HttpResponse:
+    """An HTML fragment: the tools an agent with the typed patterns would be offered."""
+    if not model_admin.has_view_permission(request):
+        raise PermissionDenied
+    agency = _preview_agency(request)
+    if agency is None:
+        return HttpResponse("<p>Pick the agency first: the preview lists its tools.</p>")
+    errors: list[str] = []
+    allowed = _typed_patterns("Allowed tools", request.GET.get("allowed_tools", ""), errors)
+    denied = _typed_patterns("Denied tools", request.GET.get("denied_tools", ""), errors)
+    fragment = render_tool_preview(
+        agency.pk,
+        allowed=allowed,
+        denied=denied,
+        constraints=_typed_constraints(request.GET.get("constraints", "")),
+        basis="patterns as typed, not saved yet",
+        errors=errors,
+    )
+    return HttpResponse(fragment)

@@ -40,7 +40,7 @@ def test_the_list_tells_a_rate_limit_wait_and_a_timer_from_a_question(
 
     page = login(staff).get(admin_url(ExecutionFactory._meta.model, "changelist"))
     assert page.status_code == 200
-    cells = sorted(re.findall(r'class="field-status_shown">([^<]*)<', page.content.decode()))
+    cells = sorted(re.findall(r'class="field-status_shown[^"]*">([^<]*)<', page.content.decode()))
     assert len(cells) == 4
     assert cells[0] == "Waiting for approval"
     assert cells[1] == "Waiting for input"  # the question: nothing added

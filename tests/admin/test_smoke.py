@@ -1,16 +1,34 @@
-"""Every admin page of every agency-owned model renders for agency staff, and only with their
-agency's rows; another agency's row is a 404."""
+"""Every admin page of every model renders: an agency-owned model's for agency staff and admins,
+only with their agency's rows (another agency's row is a 404); the platform's for superusers. All
+of them on the admin theme, with nothing loaded from the internet."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib import admin
+from django.contrib.auth.models import Group
 from django.test import Client, RequestFactory
+from django.utils import timezone
+from django_celery_beat.models import (
+    ClockedSchedule,
+    CrontabSchedule,
+    IntervalSchedule,
+    PeriodicTask,
+    SolarSchedule,
+)
+from rest_framework.authtoken.models import Token, TokenProxy
+from unfold.admin import ModelAdmin as UnfoldModelAdmin
+from unfold.admin import StackedInline as UnfoldStackedInline
+from unfold.admin import TabularInline as UnfoldTabularInline
 
-from core.models import Agency, AgencyOwnedModel, User
+from agents.models import Agent
+from core.models import Agency, AgencyOwnedModel, Role, User
+from tests.admin.conftest import member
 from tests.admin.helpers import admin_url, change_url
 from tests.admin.rows import ROWS
 
@@ -86,3 +104,114 @@ def _request(user: User, agency: Agency) -> Any:
     request.user = user
     request.membership = user.membership  # type: ignore[attr-defined]
     return request
+
+
+# --- the admin theme (django-unfold), everywhere -------------------------------------------------
+
+
+def test_every_admin_and_inline_uses_the_theme() -> None:
+    for model, model_admin in admin.site._registry.items():
+        assert isinstance(model_admin, UnfoldModelAdmin), model._meta.label
+        for inline in model_admin.inlines:
+            assert issubclass(inline, UnfoldTabularInline | UnfoldStackedInline), inline
+
+
+@pytest.mark.parametrize("model", AGENCY_MODELS, ids=_label)
+def test_agency_admin_pages_render(
+    model: type[Any], agency: Agency, login: Callable[[User], Client]
+) -> None:
+    """Changelist, add and change pages of every model, for an agency's admin (the role that may
+    do the most there)."""
+    agency_admin = member(agency, Role.ADMIN)
+    row = ROWS[model](agency)
+    client = login(agency_admin)
+    changelist = client.get(admin_url(model, "changelist"))
+    assert changelist.status_code == 200
+    assert str(row.pk) in changelist.content.decode()
+    assert client.get(change_url(row)).status_code == 200
+    model_admin = admin.site._registry[model]
+    expected_add = 200 if model_admin.has_add_permission(_request(agency_admin, agency)) else 403
+    assert client.get(admin_url(model, "add")).status_code == expected_add
+
+
+def _platform_rows(superuser: User, agency: Agency) -> dict[type[Any], tuple[Any, Any]]:
+    """A row of each model that no agency owns, with the id its change page takes."""
+    interval = IntervalSchedule.objects.create(every=10, period=IntervalSchedule.SECONDS)
+    token = Token.objects.create(user=superuser)
+    return {
+        Agency: (agency, agency.pk),
+        User: (superuser, superuser.pk),
+        Group: (Group.objects.create(name="Operators"), None),
+        TokenProxy: (token, superuser.pk),  # DRF's token admin is keyed by the user
+        IntervalSchedule: (interval, None),
+        CrontabSchedule: (
+            CrontabSchedule.objects.create(minute="0", hour="9", timezone="UTC"),
+            None,
+        ),
+        SolarSchedule: (
+            SolarSchedule.objects.create(event="sunrise", latitude=48.2, longitude=16.4),
+            None,
+        ),
+        ClockedSchedule: (ClockedSchedule.objects.create(clocked_time=timezone.now()), None),
+        PeriodicTask: (
+            PeriodicTask.objects.create(
+                name="Smoke", task="agents.reap_expired_leases", interval=interval
+            ),
+            None,
+        ),
+    }
+
+
+PLATFORM_MODELS = sorted(
+    (m for m in admin.site._registry if not issubclass(m, AgencyOwnedModel)),
+    key=lambda m: m._meta.label,
+)
+
+
+@pytest.mark.parametrize("model", PLATFORM_MODELS, ids=_label)
+def test_platform_pages_render_for_superusers_only(
+    model: type[Any],
+    agency: Agency,
+    superuser: User,
+    login: Callable[[User], Client],
+) -> None:
+    rows = _platform_rows(superuser, agency)
+    assert set(rows) == set(PLATFORM_MODELS)
+    row, key = rows[model]
+    client = login(superuser)
+    assert client.get(admin_url(model, "changelist")).status_code == 200
+    assert client.get(admin_url(model, "change", key or row.pk)).status_code == 200
+    assert client.get(admin_url(model, "add")).status_code == 200
+
+    if model is not Agency:  # an agency's own row is its settings page
+        agency_admin = login(member(agency, Role.ADMIN))
+        assert agency_admin.get(admin_url(model, "changelist")).status_code == 403
+
+
+def test_the_sidebar_groups_what_each_role_may_open(
+    agency: Agency, superuser: User, login: Callable[[User], Client]
+) -> None:
+    def groups(user: User) -> list[str]:
+        page = login(user).get(admin_url(Agent, "changelist")).content.decode()
+        found = re.findall(r'<h2 class="font-semibold flex[^"]*"[^>]*>\s*([^<\n]+?)\s*<', page)
+        return [html.unescape(title) for title in found]
+
+    assert groups(member(agency, Role.ADMIN)) == [
+        "Agents & runs", "Run traces", "Approvals", "Memory", "Usage & budgets", "CRM data",
+        "Agency & access",
+    ]  # fmt: skip
+    assert groups(superuser)[-1] == "Schedules"
+
+
+def test_admin_pages_load_nothing_from_the_internet(
+    agency: Agency, login: Callable[[User], Client]
+) -> None:
+    agent = ROWS[Agent](agency)
+    client = login(member(agency, Role.ADMIN))
+    for url in (admin_url(Agent, "changelist"), change_url(agent), admin_url(Agent, "add")):
+        page = client.get(url).content.decode()
+        external = re.findall(
+            r'<(?:script|link|img)[^>]+(?:src|href)="((?:https?:)?//[^"]+)"', page
+        )
+        assert external == [], external
+        assert re.search(r"@import\s+url\(\s*['\"]?(?:https?:)?//", page) is None

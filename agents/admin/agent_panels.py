@@ -1,0 +1,165 @@
+"""The read-only panels of the agent editor's tabs: the tools its patterns allow (also served live
+by the tool preview view), the registry's tools for the pattern picker, today's budget and the
+agent's memory."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Sum
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from agents.admin.common import admin_url, changelist_link, changelist_url
+from agents.admin.display import ToolAccess, tool_access_preview
+from agents.models import Agent
+from agents.runtime.setup import MEMORY_LIMIT
+from approvals.risk import assess_risk
+from memory.models import Conversation, Episode, Memory
+from tools.models import Tool
+from tools.selectors import active_tools
+from usage.models import Budget, UsageDaily
+
+PREVIEW_TEMPLATE = "admin/agents/agent/_tool_preview.html"
+
+
+def render_tool_preview(
+    agency_id: uuid.UUID,
+    *,
+    allowed: Sequence[str],
+    denied: Sequence[str],
+    constraints: Sequence[Any] = (),
+    basis: str,
+    errors: Sequence[str] = (),
+) -> SafeString:
+    """The tools an agent with these patterns is offered (and which of them wait for an approval
+    under the agency's risk rules, the tool's danger flag and these constraints), then those left
+    out with the reason. ``basis`` says which patterns these are (saved, or as typed)."""
+    offered, left_out = [], []
+    for row in tool_access_preview(agency_id, allowed, denied):
+        entry = {
+            "name": row.tool.name,
+            "url": admin_url(row.tool),
+            "reason": _why(row),
+        }
+        if row.offered:
+            risk = assess_risk(
+                agency_id=agency_id,
+                tool_name=row.tool.name,
+                arguments={},
+                dangerous=row.tool.is_dangerous,
+                constraints=list(constraints),
+            )
+            entry["approval"] = risk.reason if risk.needs_approval else ""
+            offered.append(entry)
+        else:
+            left_out.append(entry)
+    context = {
+        "offered": offered,
+        "left_out": left_out,
+        "rows": [*offered, *left_out],
+        "basis": basis,
+        "errors": errors,
+        "why_none": "the allowed list is empty" if not allowed else "no active tool matches",
+    }
+    return SafeString(render_to_string(PREVIEW_TEMPLATE, context))
+
+
+def tool_picker_options(agency_id: uuid.UUID | None) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The pattern picker's choices: every tool (``*``), each name prefix shared by several
+    tools (``crm_*``), and each active tool of the registry the agency sees."""
+    # A superuser adding an agent has picked no agency yet: the platform's tools.
+    queryset = (
+        active_tools(agency_id)
+        if agency_id is not None
+        else Tool.objects.filter(agency__isnull=True, is_active=True)
+    )
+    tools = list(queryset.order_by("name").values_list("name", "display_name"))
+    prefixes = Counter(name.split("_", 1)[0] for name, _ in tools if "_" in name)
+    groups = [("*", f"* (every tool: {len(tools)})")]
+    groups += [(f"{p}_*", f"{p}_* ({n} tools)") for p, n in sorted(prefixes.items()) if n > 1]
+    names = [(name, f"{name} ({label})" if label else name) for name, label in tools]
+    return [("Groups of tools", groups), ("Tools", names)]
+
+
+def budget_panel(agent: Agent) -> SafeString:
+    """Today's spending: the agency's daily budget (shared by its agents) and this agent's part."""
+    today = timezone.localdate()
+    budget = Budget.objects.filter(agency_id=agent.agency_id, date=today).first()
+    latest = budget or Budget.objects.filter(agency_id=agent.agency_id).order_by("-date").first()
+    mine = UsageDaily.objects.filter(agent=agent, date=today).aggregate(
+        cost=Sum("cost_usd"), runs=Sum("agent_runs")
+    )
+    if budget is not None:
+        agency_line = format_html(
+            "{} of {} USD used, {} reserved by runs in progress: {} USD left.",
+            _usd(budget.used_usd),
+            _usd(budget.limit_usd),
+            _usd(budget.reserved_usd),
+            _usd(budget.remaining_usd),
+        )
+    elif latest is not None:
+        agency_line = format_html(
+            "Nothing spent yet; today's limit will be {} USD (the latest one set).",
+            _usd(latest.limit_usd),
+        )
+    else:
+        agency_line = format_html("{}", "No daily budget: runs are not limited by cost.")
+    return format_html(
+        '<div class="agent-panel"><dl><dt>Agency today</dt><dd>{}</dd>'
+        "<dt>This agent today</dt><dd>{} run(s), {} USD</dd></dl>"
+        "<p>Before each model call a run reserves the call's highest cost against the agency's "
+        "daily budget and stops with <em>budget exceeded</em> when it does not fit. {}.</p></div>",
+        agency_line,
+        mine["runs"] or 0,
+        _usd(mine["cost"] or Decimal(0)),
+        changelist_link(Budget, "Set the daily budget"),
+    )
+
+
+def memory_panel(agent: Agent) -> SafeString:
+    """What the agent remembers, with links to each list."""
+    now = timezone.now()
+    memories = Memory.objects.filter(agent=agent)
+    counts = [
+        (Memory, "memories", memories.count()),
+        (Episode, "episodes", Episode.objects.filter(agent=agent).count()),
+        (Conversation, "conversations", Conversation.objects.filter(agent=agent).count()),
+    ]
+    expired = memories.filter(expires_at__lte=now).count()
+    expired_note = f" ({expired} of them expired)" if expired else ""
+    items = SafeString(
+        "".join(
+            format_html(
+                '<dt>{}</dt><dd><a href="{}">{}</a></dd>',
+                name.capitalize(),
+                changelist_url(model, agent__id__exact=agent.pk),
+                count,
+            )
+            for model, name, count in counts
+        )
+    )
+    return format_html(
+        '<div class="agent-panel"><dl>{}</dl><p>Each run starts with the agent\'s {} most '
+        "important unexpired memories in its context. A wrong memory can be deleted from the "
+        "list{}; episodes and conversations are the history runs leave.</p></div>",
+        items,
+        MEMORY_LIMIT,
+        expired_note,
+    )
+
+
+def _why(row: ToolAccess) -> str:
+    if not row.offered:
+        return row.reason
+    return f"via {row.pattern}" if row.pattern != row.tool.name else "by name"
+
+
+def _usd(amount: Decimal) -> str:
+    return f"{amount:.2f}"

@@ -1,0 +1,102 @@
+"""The agent editor's tabs (unfold fieldsets with the "tab" class): one per concern instead of one
+6,300 px form. Every field the single form had keeps a home here; a tab holding a field with an
+error opens first."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldsetSpec
+
+TAB = ["tab"]
+STATS = "Runs & stats"  # only once the agent exists
+
+STATS_FIELDS = (
+    "executions_link",
+    "total_runs",
+    "successful_runs",
+    "failed_runs",
+    "total_tokens_used",
+    "total_cost_usd",
+    "total_actions_taken",
+    "avg_response_time_ms",
+    "last_run_at",
+    "last_error",
+    "template",
+    "created_by",
+    "updated_by",
+    "created_at",
+    "updated_at",
+)
+
+FIELDSETS: _FieldsetSpec = [
+    (
+        "Identity & prompt",
+        {
+            "classes": TAB,
+            "fields": [
+                "name",
+                "slug",
+                "site",
+                "agent_type",
+                "domain",
+                "description",
+                "avatar_url",
+                "capabilities",
+                "is_active",
+                "is_public",
+                "personality",
+                "system_prompt",
+                "examples",
+            ],
+        },
+    ),
+    (
+        "Model",
+        {"classes": TAB, "fields": ["llm_provider", "llm_model", "temperature", "max_tokens"]},
+    ),
+    (
+        "Tools & policies",
+        {
+            "classes": TAB,
+            "description": "Which of the registry's tools the agent may call, and what it "
+            "must not do. A dangerous tool, a matching risk rule or an approval constraint "
+            "makes a call wait for a person.",
+            "fields": [
+                "allowed_tools",
+                "denied_tools",
+                "effective_tools_display",
+                "constraints",
+            ],
+        },
+    ),
+    (
+        "Triggers & schedule",
+        {
+            "classes": TAB,
+            "fields": [
+                "trigger_events",
+                "trigger_schedule",
+                "schedule_display",
+                "trigger_conditions",
+            ],
+        },
+    ),
+    (
+        "Limits & budget",
+        {
+            "classes": TAB,
+            "fields": [
+                "max_steps_per_run",
+                "max_tool_calls_per_step",
+                "timeout_seconds",
+                "max_runs_per_hour",
+                "max_runs_per_day",
+                "budget_display",
+            ],
+        },
+    ),
+    ("Memory", {"classes": TAB, "fields": ["memory_display"]}),
+    (STATS, {"classes": TAB, "fields": list(STATS_FIELDS)}),
+]

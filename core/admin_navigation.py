@@ -1,0 +1,142 @@
+"""The admin sidebar (django-unfold's ``UNFOLD["SIDEBAR"]``): the models grouped by what staff come
+for, each shown only to those its admin lets in (the same ``has_module_permission`` /
+``has_view_permission`` Django's own app list asks), and the header's agency and role."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.contrib import admin
+from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+
+from core.admin_scoping import request_membership
+
+# (title, Material Symbols icon, model label); the icon font is served by unfold, no CDN.
+Item = tuple[str, str, str]
+GROUPS: list[tuple[str, list[Item]]] = [
+    (
+        "Agents & runs",
+        [
+            ("Agents", "smart_toy", "agents.Agent"),
+            ("Executions", "play_circle", "agents.Execution"),
+            ("Trigger log", "bolt", "agents.TriggerLog"),
+            ("Events", "podcasts", "core.Event"),
+            ("Tools", "build", "tools.Tool"),
+            ("Agent templates", "content_copy", "agents.AgentTemplate"),
+            ("LLM providers", "dns", "agents.LLMProvider"),
+        ],
+    ),
+    (
+        "Run traces",
+        [
+            ("Execution steps", "format_list_numbered", "agents.ExecutionStep"),
+            ("Tool calls", "handyman", "tools.ToolCall"),
+            ("State transitions", "swap_horiz", "agents.StateTransition"),
+            ("Decision points", "alt_route", "agents.DecisionPoint"),
+            ("Agent messages", "forum", "agents.AgentMessage"),
+        ],
+    ),
+    (
+        "Approvals",
+        [
+            ("Approvals", "approval", "approvals.Approval"),
+            ("Risk rules", "policy", "approvals.RiskRule"),
+        ],
+    ),
+    (
+        "Memory",
+        [
+            ("Memories", "psychology", "memory.Memory"),
+            ("Episodes", "history_edu", "memory.Episode"),
+            ("Conversations", "chat", "memory.Conversation"),
+        ],
+    ),
+    (
+        "Usage & budgets",
+        [
+            ("Daily usage", "monitoring", "usage.UsageDaily"),
+            ("Usage periods", "date_range", "usage.UsagePeriod"),
+            ("Budgets", "savings", "usage.Budget"),
+            ("Model prices", "sell", "usage.ModelPrice"),
+        ],
+    ),
+    (
+        "CRM data",
+        [
+            ("Contacts", "contacts", "crm.Contact"),
+            ("Notes", "sticky_note_2", "crm.Note"),
+            ("Tasks", "task_alt", "crm.Task"),
+            ("Calendar events", "event", "crm.CalendarEvent"),
+            ("Emails", "mail", "crm.EmailMessage"),
+            ("Form submissions", "dynamic_form", "crm.FormSubmission"),
+        ],
+    ),
+    (
+        "Agency & access",
+        [
+            ("Agencies", "apartment", "core.Agency"),
+            ("Sites", "language", "core.Site"),
+            ("Members", "group", "core.Membership"),
+            ("API keys", "key", "core.ApiKey"),
+            ("Users", "person", "core.User"),
+            ("Groups", "groups", "auth.Group"),
+            ("User tokens", "token", "authtoken.TokenProxy"),
+        ],
+    ),
+    (
+        "Schedules",
+        [
+            ("Periodic tasks", "schedule", "django_celery_beat.PeriodicTask"),
+            ("Crontabs", "event_repeat", "django_celery_beat.CrontabSchedule"),
+            ("Intervals", "timer", "django_celery_beat.IntervalSchedule"),
+            ("Solar events", "wb_twilight", "django_celery_beat.SolarSchedule"),
+            ("Clocked", "alarm", "django_celery_beat.ClockedSchedule"),
+        ],
+    ),
+]
+# Groups folded until one of their pages is open: looked at less often.
+COLLAPSIBLE = frozenset({"Run traces", "Schedules"})
+# The staff home (the admin index, live/) with what waits for a person beside it.
+HOME = {"title": "Home", "icon": "home", "badge": "live.views.waiting_badge"}
+
+
+def _changelist(label: str, request: HttpRequest) -> str | None:
+    """The model's changelist URL if this user may see it, else None."""
+    model = apps.get_model(label)
+    model_admin = admin.site._registry.get(model)
+    if model_admin is None:
+        return None
+    if not (
+        model_admin.has_module_permission(request) and model_admin.has_view_permission(request)
+    ):
+        return None
+    opts = model._meta
+    try:
+        return reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+    except NoReverseMatch:
+        return None
+
+
+def sidebar_navigation(request: HttpRequest) -> list[dict[str, Any]]:
+    """``UNFOLD["SIDEBAR"]["navigation"]``: the groups with the items this user may open."""
+    groups: list[dict[str, Any]] = [{"items": [{**HOME, "link": reverse("admin:index")}]}]
+    for title, items in GROUPS:
+        entries = []
+        for name, icon, label in items:
+            link = _changelist(label, request)
+            if link is None:
+                continue
+            entries.append({"title": name, "icon": icon, "link": link})
+        if entries:
+            groups.append({"title": title, "collapsible": title in COLLAPSIBLE, "items": entries})
+    return groups
+
+
+def site_subheader(request: HttpRequest) -> str:
+    """Under "AgentDesk" in the sidebar: whose admin this is."""
+    membership = request_membership(request)
+    if membership is not None:
+        return f"{membership.agency.name} · {membership.get_role_display()}"
+    return "Platform (superuser)" if request.user.is_superuser else ""
