@@ -10,11 +10,21 @@ from django.contrib import admin
 
 from agents.admin.common import json_display
 from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
+from usage.admin_mixins import CsvExportMixin, UsageChartsMixin
 from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod
 
 
 @admin.register(UsageDaily)
-class UsageDailyAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+class UsageDailyAdmin(UsageChartsMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
+    # The 14-day charts and "Export CSV" above the list, of the rows it selects (admin_mixins).
+    csv_columns = [
+        ("date", "date"), ("site", "site__name"), ("agent", "agent__name"),
+        ("agent_id", "agent_id"), ("provider", "provider"), ("model", "model"),
+        ("agent_runs", "agent_runs"), ("llm_calls", "llm_calls"), ("tool_calls", "tool_calls"),
+        ("tokens_input", "tokens_input"), ("tokens_output", "tokens_output"),
+        ("tokens_cache_read", "tokens_cache_read"), ("tokens_cache_write", "tokens_cache_write"),
+        ("cost_usd", "cost_usd"),
+    ]  # fmt: skip
     list_display = [
         "date", "site", "agent", "provider", "model", "agent_runs", "llm_calls", "tool_calls",
         "tokens_input", "tokens_output", "cost_usd",
@@ -26,7 +36,15 @@ class UsageDailyAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
 
 @admin.register(UsagePeriod)
-class UsagePeriodAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+class UsagePeriodAdmin(CsvExportMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
+    csv_columns = [
+        ("period_start", "period_start"), ("period_end", "period_end"), ("site", "site__name"),
+        ("total_agent_runs", "total_agent_runs"), ("total_tokens_input", "total_tokens_input"),
+        ("total_tokens_output", "total_tokens_output"), ("total_tool_calls", "total_tool_calls"),
+        ("total_approvals", "total_approvals"), ("estimated_cost", "estimated_cost"),
+        ("included_runs", "included_runs"), ("included_tokens", "included_tokens"),
+        ("overage_runs", "overage_runs"), ("overage_tokens", "overage_tokens"),
+    ]  # fmt: skip
     list_display = [
         "period_start", "period_end", "site", "total_agent_runs", "total_tool_calls",
         "total_approvals", "estimated_cost", "included_runs", "overage_runs", "overage_tokens",
@@ -50,7 +68,13 @@ class BudgetForm(forms.ModelForm[Budget]):
 
 
 @admin.register(Budget)
-class BudgetAdmin(AgencyScopedAdmin):
+class BudgetAdmin(CsvExportMixin, AgencyScopedAdmin):
+    csv_columns = [
+        ("date", "date"), ("limit_usd", "limit_usd"), ("used_usd", "used_usd"),
+        ("reserved_usd", "reserved_usd"), ("invocations_count", "invocations_count"),
+        ("executions_started", "executions_started"),
+        ("executions_completed", "executions_completed"),
+    ]  # fmt: skip
     """The runtime keeps the counters; only the limit (and a future day's row) is set by hand."""
 
     form = BudgetForm
