@@ -13,13 +13,15 @@ from agents.llm.before_send import hook_seconds
 from agents.llm.deadline import call_deadline
 from agents.llm.endpoints import refusal
 from agents.llm.errors import LLMConfigurationError, LLMDeadlineExceeded, LLMError
-from agents.llm.retry import backoff_delay
+from agents.llm.retry import backoff_delay, stream_ended_early
 from agents.llm.types import (
     Completion,
     Message,
     ProviderConfig,
     ProviderKind,
+    StreamDone,
     StreamEvent,
+    TextDelta,
     ToolDefinition,
     UsageUpdate,
 )
@@ -64,9 +66,10 @@ class Provider(ABC):
         max_tokens: int | None = None,
         timeout: float | None = None,
         before_send: Callable[[], None] | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         """One model turn with the tools offered. Raises only `LLMError` subclasses, or what
-        ``before_send`` raised.
+        ``before_send`` or ``on_text`` raised.
 
         ``timeout``: the seconds the caller has left for the call, retries and backoff
         included: each attempt's HTTP timeouts (connect, each read) are shortened to the time
@@ -77,13 +80,23 @@ class Provider(ABC):
 
         ``before_send``: run once, on this thread, when the first request is built and before
         it goes out (:mod:`agents.llm.before_send`); what it raises ends the call unchanged.
+
+        ``on_text``: the call is streamed, and the reply's text is passed to it piece by piece
+        as it arrives (on this thread). The result, the retries and the errors are the same as
+        without it: the `Completion` is the stream's whole reply, never a partial one, and a
+        failure is retried as it would be unstreamed, also after text went out (unlike
+        `stream`) — that retry is made unstreamed, so no text is passed twice; what was passed
+        of the failed attempt is void (the caller's to say so, if it must).
         """
         request = self._request(messages, tools, model, temperature, max_tokens, timeout=timeout)
         attempt = 1
+        passed = _Passed(on_text)
         with gate_before_send(before_send) as gate:
             while True:
                 try:
                     with call_deadline(request.deadline):
+                        if passed.to is not None and not passed.any:
+                            return self._streamed_once(request, attempt, passed)
                         return self._complete_once(request, attempt)
                 except Exception as exc:
                     if gate.failure is not None:
@@ -142,6 +155,25 @@ class Provider(ABC):
                     _raise(error, exc)
                 self._retry_or_raise(error, exc, attempt, request)
             attempt += 1
+
+    def _streamed_once(
+        self, request: CompletionRequest, attempt: int, passed: _Passed
+    ) -> Completion:
+        """One streamed attempt of `complete`: its text to ``passed``, its whole reply back."""
+        events = self._stream_once(request, attempt)
+        try:
+            for event in events:
+                if isinstance(event, TextDelta):
+                    passed.text(event.text)
+                elif isinstance(event, StreamDone):
+                    return event.completion
+        finally:
+            # The generator's response is released now, not when it is collected.
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        # Each provider's stream ends with a StreamDone or raises (stream_ended_early).
+        raise stream_ended_early(provider=self.kind, detail="no final event")
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing to close
         """Release the HTTP connection pool."""
@@ -215,6 +247,21 @@ class Provider(ABC):
     @abstractmethod
     def _classify(self, exc: Exception) -> LLMError | None:
         """The typed error for an SDK exception, or None to let an unexpected exception through."""
+
+
+class _Passed:
+    """Where a streamed `complete` passes its text, and whether any went there yet."""
+
+    __slots__ = ("any", "to")
+
+    def __init__(self, to: Callable[[str], None] | None) -> None:
+        self.to = to
+        self.any = False
+
+    def text(self, text: str) -> None:
+        if text and self.to is not None:
+            self.any = True
+            self.to(text)
 
 
 def _raise(error: LLMError, cause: Exception) -> NoReturn:

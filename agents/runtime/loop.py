@@ -35,7 +35,7 @@ from agents.llm import (
 )
 from agents.llm.types import unique_call_id
 from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, StepType, StopReason
-from agents.runtime import provider_limits, store
+from agents.runtime import provider_limits, store, streaming
 from agents.runtime.context import (
     ConfigSnapshot,
     initial_messages,
@@ -105,8 +105,9 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
             _start(execution, agent, claim.tx)
         claim.tx.save()  # one statement, committed with this block
     run = _Run(execution, agent, worker, first_claim=claim.first_claim)
-    # What the run's tools emit comes from the run (the runs it starts are its children).
-    with emitted_by_run(execution.id, execution.depth):
+    # What the run's tools emit comes from the run (the runs it starts are its children); while
+    # it runs, whether anyone watches it is kept at hand (streaming.Watchers).
+    with emitted_by_run(execution.id, execution.depth), run.watchers:
         return _run_or_end(run)
 
 
@@ -192,6 +193,7 @@ class _Run:
         # Every tool call id of the conversation: ids must be unique within a run (they are the
         # tool calls' idempotency keys), whatever a provider sends (see _unique_call_ids).
         self.call_ids: set[str] = set()
+        self.watchers = streaming.Watchers(execution.id)
 
     # --- the loop ----------------------------------------------------------------------------
     def run(self) -> str:  # noqa: PLR0911 - each return is one way a run ends
@@ -288,6 +290,9 @@ class _Run:
         # when the request is built, before it goes out. Otherwise (or if something settled it
         # already) the same checks run now.
         before_send = self._before_request if store.commit_in_flight() else None
+        # Watched, the reply's text streams to the watchers as it comes (agents/runtime/
+        # streaming.py); the reply is the same, persisted by _think when the call ends.
+        tokens = self.watchers.stream(step_number=self.execution.current_step + 1)
         started = time.perf_counter()
         try:
             if before_send is None:
@@ -301,6 +306,7 @@ class _Run:
                 # The run's time limit holds during the call too (retries included).
                 timeout=self.deadline - time.time(),
                 before_send=before_send,
+                on_text=None if tokens is None else tokens.append,
             )
         except _CancelledBeforeRequest:
             self._release_budget(reservation)

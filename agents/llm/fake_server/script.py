@@ -45,6 +45,9 @@ class Reply:
     # Streamed only: after the events sent, an error event instead of the rest (Anthropic's
     # `event: error`, OpenAI's `data: {"error": ...}`), e.g. HttpError(529) for overloaded_error.
     stream_error: HttpError | None = None
+    # Streamed only: seconds between events, as a model generating its reply sends them (each
+    # event its own write); None or 0: all events in one write.
+    stream_interval: float | None = None
 
     @property
     def stop_reason(self) -> Stop:

@@ -118,7 +118,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         options = request.body.get("stream_options") or {}
         include_usage = bool(options.get("include_usage"))
-        self._send_events(wire.stream(request.wire, reply, model, include_usage=include_usage))
+        events = wire.stream(request.wire, reply, model, include_usage=include_usage)
+        self._send_events(events, interval=reply.stream_interval or 0.0)
 
     def _request_id_header(self) -> tuple[str, str]:
         return ("x-request-id", f"req_{uuid.uuid4().hex[:24]}")
@@ -136,16 +137,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_events(self, events: Iterable[bytes]) -> None:
+    def _send_events(self, events: Iterable[bytes], *, interval: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header(*self._request_id_header())
         self.end_headers()
+        chunks = [b"%X\r\n%s\r\n" % (len(event), event) for event in events]
+        if interval > 0:  # one write per event, as a model produces them
+            for chunk in chunks:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                if self.fake.stopping.wait(interval):
+                    self.close_connection = True
+                    return
+            self.wfile.write(b"0\r\n\r\n")
+            return
         # One chunk per event, all in one write: the client still parses them one by one.
-        body = b"".join(b"%X\r\n%s\r\n" % (len(event), event) for event in events)
-        self.wfile.write(body + b"0\r\n\r\n")
+        self.wfile.write(b"".join(chunks) + b"0\r\n\r\n")
 
 
 class FakeProviderServer:
