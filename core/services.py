@@ -1,9 +1,9 @@
-"""Writers for tenancy data and platform set-up."""
+"""Writers for tenancy data and platform set-up (the demo agency: :mod:`core.demo`)."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connections
 from django.utils.text import slugify
 
 from core import db_roles, tenancy
@@ -34,27 +34,3 @@ def agency_create(*, name: str, slug: str | None = None) -> Agency:
 def membership_add(*, agency: Agency, user: User, role: str = Role.STAFF) -> Membership:
     with tenancy.agency_context(agency.id):
         return Membership.objects.create(agency=agency, user=user, role=role)
-
-
-DEMO_AGENCY_SLUG = "demo-agency"
-
-
-@transaction.atomic
-def demo_seed() -> tuple[Agency, User]:
-    """The demo agency and its admin login (idempotent: refreshes the password every time)."""
-    username = settings.DEMO_ADMIN_USERNAME
-    with tenancy.platform_context():
-        agency = Agency.objects.filter(slug=DEMO_AGENCY_SLUG).first()
-        if agency is None:
-            agency = agency_create(name="Demo Agency", slug=DEMO_AGENCY_SLUG)
-        user = User.objects.filter(username=username).first()
-        if user is None:
-            user = User(username=username, email=f"{username}@example.com")
-        user.is_staff = True
-        user.is_active = True
-        user.set_password(settings.DEMO_ADMIN_PASSWORD)
-        user.save()
-        Membership.objects.update_or_create(
-            user=user, defaults={"agency": agency, "role": Role.ADMIN}
-        )
-    return agency, user

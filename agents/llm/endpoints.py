@@ -5,7 +5,8 @@ vLLM, an Ollama): a URL a tenant typed, which the worker then POSTs to. Left unc
 server-side request to wherever the tenant likes — the cloud metadata service, the platform's own
 Redis or admin ports — with the reply's text shown back in the run's error. So the HTTP client of
 such a configuration connects only to public addresses, or to the networks the operator lists in
-``AGENTDESK_LLM_PRIVATE_NETWORKS`` (their own model servers); cloud metadata addresses never.
+``AGENTDESK_LLM_PRIVATE_NETWORKS`` (their own model servers), or to the exact address and port
+listed in ``AGENTDESK_LLM_PRIVATE_ENDPOINTS``; cloud metadata addresses never.
 
 The check runs inside the HTTP stack, on every new connection, against the address actually
 connected to (the host is resolved once and the checked address is the one dialled, so a DNS
@@ -48,6 +49,9 @@ from tools.net.addresses import (
 )
 
 SETTING = "AGENTDESK_LLM_PRIVATE_NETWORKS"
+# Exact addresses with their port ("127.0.0.1:8765"): one non-public server, not its whole
+# network (``manage.py up`` lets agencies reach its demo model this way, nothing else on loopback).
+ENDPOINTS_SETTING = "AGENTDESK_LLM_PRIVATE_ENDPOINTS"
 
 
 class EndpointRefused(Exception):
@@ -79,6 +83,27 @@ def allowed_private_networks() -> tuple[IPNetwork, ...]:
     return _parse_networks(tuple(getattr(settings, SETTING, ())))
 
 
+@functools.cache
+def _parse_endpoints(values: tuple[str, ...]) -> frozenset[tuple[IPAddress, int]]:
+    endpoints: set[tuple[IPAddress, int]] = set()
+    for value in (v.strip() for v in values):
+        if not value:
+            continue
+        host, _, port = value.rpartition(":")
+        try:
+            endpoints.add((ip_address(host.strip("[]")), int(port)))
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{ENDPOINTS_SETTING}: {value!r} is not an IP address and port "
+                "(e.g. 127.0.0.1:8765, [::1]:8765)"
+            ) from exc
+    return frozenset(endpoints)
+
+
+def allowed_private_endpoints() -> frozenset[tuple[IPAddress, int]]:
+    return _parse_endpoints(tuple(getattr(settings, ENDPOINTS_SETTING, ())))
+
+
 def checked_addresses(host: str, port: int, *, resolver: Resolver = system_resolver) -> list[str]:
     """``host``'s addresses, every one of them allowed; raises :class:`EndpointRefused` if any
     is not (a mixed DNS answer is an attack, not a fallback)."""
@@ -88,14 +113,19 @@ def checked_addresses(host: str, port: int, *, resolver: Resolver = system_resol
         # An OSError here (no such host) is a connection failure like any other: retried.
         addresses = [ip_address(a.split("%")[0]) for a in resolver(host, port)]
     allowed = allowed_private_networks()
+    endpoints = allowed_private_endpoints()
     for ip in addresses:
-        reason = refusal_reason(ip, allowed)
+        # An allowed endpoint is its address alone, and only on its port; metadata addresses
+        # stay refused (refusal_reason).
+        exact = (ip_network(ip),) if (ip, port) in endpoints else ()
+        reason = refusal_reason(ip, (*allowed, *exact))
         if reason is None:
             continue
         shown = host if host == str(ip) else f"{host} ({ip})"
         raise EndpointRefused(
             f"The LLM provider's API endpoint {shown} is {reason}: an agency's own endpoint must "
-            f"be a public address, unless the platform operator allows its network in {SETTING}."
+            f"be a public address, unless the platform operator allows its network in {SETTING} "
+            f"(or this address and port in {ENDPOINTS_SETTING})."
         )
     return [str(ip) for ip in addresses]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, sync_playwright
 
 from core.models import User
 from tests.processes import AsgiServer
@@ -22,8 +22,8 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 # Screenshots the tests make (the README's come from here: docs/img/).
 SHOTS = Path(__file__).resolve().parents[2] / ".data" / "screenshots"
-DESKTOP = {"width": 1440, "height": 1000}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1440, "height": 1000}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +54,8 @@ def logged_in(browser: Browser, server: AsgiServer, user: User, **options: Any) 
     return context
 
 
-def screenshot(page: Page, name: str) -> Path:
+def screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path

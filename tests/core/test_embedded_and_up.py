@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -93,7 +94,7 @@ def test_two_processes_starting_at_once_get_one_postgres_and_one_redis(
     assert embedded.running_pids() == {"postgres": None, "redis": None}
 
 
-def test_up_serves_health_and_admin_and_sigterm_leaves_nothing_behind(
+def test_up_serves_health_admin_and_a_demo_run_and_sigterm_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data_dir = tmp_path / "data"
@@ -140,6 +141,10 @@ def test_up_serves_health_and_admin_and_sigterm_leaves_nothing_behind(
             )
             assert response.status_code == 302
             assert client.get("/admin/").status_code == 200
+            # The demo model runs in `up` itself, on a loopback port of its own.
+            demo_port = _listening_ports(up.pid)[0]
+            assert httpx.get(f"http://127.0.0.1:{demo_port}/healthz").status_code == 200
+            _demo_run_waits_for_approval_then_completes(client, base)
 
         children = psutil.Process(up.pid).children(recursive=True)
         assert len(children) >= 3
@@ -150,7 +155,12 @@ def test_up_serves_health_and_admin_and_sigterm_leaves_nothing_behind(
         out, _ = up.communicate(timeout=90)
         output.append(out)
         assert up.returncode == 0, out
-        assert "demo login: demo / demo-agentdesk" in out
+        assert "demo login: demo / demo-agentdesk (agency admin)" in out
+        assert "approver login: approver / demo-agentdesk (decides approvals)" in out
+        assert f"demo model (scripted, no AI) listening on http://127.0.0.1:{demo_port}/v1" in out
+        assert "demo model stopped" in out
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{demo_port}/healthz", timeout=2)
         assert f"{base}/admin/" in out
         for line in ("web stopped", "worker stopped", "beat stopped", "embedded PostgreSQL"):
             assert line in out
@@ -162,6 +172,73 @@ def test_up_serves_health_and_admin_and_sigterm_leaves_nothing_behind(
             up.kill()
             output.append(up.communicate()[0])
         _stop_embedded(data_dir, monkeypatch)
+
+
+def _listening_ports(pid: int) -> list[int]:
+    connections = psutil.Process(pid).net_connections(kind="tcp")
+    return [c.laddr.port for c in connections if c.status == psutil.CONN_LISTEN]
+
+
+def _login(base: str, username: str) -> httpx.Client:
+    client = httpx.Client(base_url=base, timeout=10)
+    client.get("/admin/login/")
+    response = client.post(
+        "/admin/login/",
+        data={
+            "username": username,
+            "password": "demo-agentdesk",
+            "csrfmiddlewaretoken": client.cookies["csrftoken"],
+            "next": "/admin/",
+        },
+    )
+    assert response.status_code == 302, response.text
+    client.headers["X-CSRFToken"] = client.cookies["csrftoken"]
+    return client
+
+
+def _poll(
+    client: httpx.Client, url: str, statuses: set[str], timeout: float = 60
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = client.get(url).json()
+        if body["status"] in statuses or time.monotonic() > deadline:
+            return body
+        time.sleep(0.3)
+
+
+def _demo_run_waits_for_approval_then_completes(admin: httpx.Client, base: str) -> None:
+    """What the README walks a newcomer through: run the SDR agent on the demo model, see it
+    call tools and wait for an approval, approve as the approver, see it finish."""
+    admin.headers["X-CSRFToken"] = admin.cookies["csrftoken"]
+    agents = admin.get("/api/v1/agents/", params={"page_size": 100}).json()["results"]
+    sdr = next(agent for agent in agents if agent["slug"] == "sdr-agent")
+    started = admin.post(
+        f"/api/v1/agents/{sdr['id']}/execute/",
+        json={"input": "Reach out to Priya Raman about her pricing question."},
+    )
+    assert started.status_code == 202, started.text
+    url = f"/api/v1/executions/{started.json()['execution_id']}/"
+    run = _poll(admin, url, {"waiting_approval", "completed", "failed", "cancelled"})
+    assert run["status"] == "waiting_approval", run
+    tools = [step["tool_name"] for step in run["steps"] if step["tool_name"]]
+    assert tools[:3] == ["crm_search_contacts", "crm_get_contact", "crm_add_note"], tools
+
+    approver = _login(base, "approver")
+    try:
+        pending = approver.get(
+            "/api/v1/approvals/", params={"status": "pending", "execution": run["id"]}
+        ).json()["results"]
+        assert [a["action_type"] for a in pending] == ["email_send"]
+        decided = approver.post(
+            f"/api/v1/approvals/{pending[0]['id']}/decide/", json={"decision": "approve"}
+        )
+        assert decided.status_code == 200, decided.text
+    finally:
+        approver.close()
+    run = _poll(admin, url, {"completed", "failed", "cancelled"})
+    assert run["status"] == "completed", run
+    assert "approved" in run["output"]
 
 
 def _embedded_pids(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> list[int | None]:

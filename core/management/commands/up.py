@@ -1,13 +1,16 @@
 """``manage.py up``: the whole platform in one process tree, for development and demos.
 
 Starts (or reuses) the embedded PostgreSQL and Redis, migrates, refreshes the runtime role's grants,
+starts the demo model (a scripted provider on a loopback port, in a thread of this process) and
 seeds the demo agency, then runs the ASGI web server, a Celery worker and Celery beat as children
-with prefixed log lines. Ctrl-C or SIGTERM stops every child, then the embedded servers this run
-started. A child that exits on its own is reported and restarted (at most 3 times a minute).
+with prefixed log lines. Ctrl-C or SIGTERM stops every child, the demo model, then the embedded
+servers this run started. A child that exits on its own is reported and restarted (at most 3 times
+a minute).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -22,11 +26,23 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from agents.llm.fake_server.demo import DEMO_MODEL, DemoModelServer
 from config.env import service_urls
-from core.services import demo_seed
+from core.demo import DemoSeed, demo_model_port, demo_seed
+from core.embedded import data_dir as embedded_data_dir
 
 STOP_TIMEOUT_S = 15
 RESTARTS_PER_MINUTE = 3
+LOOPBACK = "127.0.0.1"
+ENDPOINTS_VARIABLE = "AGENTDESK_LLM_PRIVATE_ENDPOINTS"
+SEED_LABELS = {
+    "agencies": "agency",
+    "logins": "login",
+    "providers": "LLM provider",  # created, or pointed at the demo model's new port
+    "agents": "agent",
+    "contacts": "contact",
+    "risk_rules": "risk rule",
+}
 
 
 @dataclass
@@ -46,7 +62,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8000, help="web port (default 8000)")
         parser.add_argument("--host", default="127.0.0.1", help="web address (default 127.0.0.1)")
-        parser.add_argument("--no-demo", action="store_true", help="do not seed the demo agency")
+        parser.add_argument(
+            "--no-demo",
+            action="store_true",
+            help="neither seed the demo agency nor start the demo model",
+        )
         parser.add_argument(
             "--concurrency",
             type=int,
@@ -64,18 +84,20 @@ class Command(BaseCommand):
         if services.embedded:
             self._say(
                 "up",
-                f"embedded services in {settings.BASE_DIR / '.data'} "
+                f"embedded services in {embedded_data_dir()} "
                 f"({'started' if services.started_embedded else 'reused'})",
             )
         self._say("up", "applying migrations")
         call_command("migrate", interactive=False, verbosity=0)
-        if not options["no_demo"]:
-            demo_seed()
-            self._say("up", "demo agency seeded")
-
+        demo_model: DemoModelServer | None = None
+        demo_port: int | None = None
         children = self._children(options)
-        env = self._child_env(services)
         try:
+            if not options["no_demo"]:
+                demo_model, demo_port = self._start_demo_model()
+                url = f"http://{LOOPBACK}:{demo_port}/v1"
+                self._report_seed(demo_seed(model_url=url))
+            env = self._child_env(services, demo_port)
             for child in children:
                 self._start(child, env)
             self._wait_for_port(options["host"], options["port"])
@@ -84,6 +106,9 @@ class Command(BaseCommand):
             self._supervise(children, env)
         finally:
             self._stop_children(children)
+            if demo_model is not None:
+                demo_model.stop()
+                self._say("up", "demo model stopped")
             if services.started_embedded:
                 from core import embedded  # noqa: PLC0415
 
@@ -108,6 +133,10 @@ class Command(BaseCommand):
                     str(options["port"]),
                     "--lifespan",
                     "off",
+                    # Live events are small JSON; compressing each for every socket doubled
+                    # the server's CPU per message delivered (bench/README.md, live latency).
+                    "--ws-per-message-deflate",
+                    "false",
                 ],
             ),
             Child(
@@ -130,7 +159,7 @@ class Command(BaseCommand):
             Child("beat", [python, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO"]),
         ]
 
-    def _child_env(self, services: Any) -> dict[str, str]:
+    def _child_env(self, services: Any, demo_port: int | None) -> dict[str, str]:
         env = dict(os.environ)
         # Children connect to exactly the servers this process resolved, embedded or not.
         env.update(
@@ -140,7 +169,41 @@ class Command(BaseCommand):
             DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings.base"),
             PYTHONUNBUFFERED="1",
         )
+        if demo_port is not None:
+            # The demo agency's provider is on loopback, which agencies' endpoints may not be:
+            # let exactly the demo model's address and port through, nothing else there.
+            allowed = [e for e in env.get(ENDPOINTS_VARIABLE, "").split(",") if e.strip()]
+            env[ENDPOINTS_VARIABLE] = ",".join([*allowed, f"{LOOPBACK}:{demo_port}"])
         return env
+
+    # --- demo -----------------------------------------------------------------------------------
+    def _start_demo_model(self) -> tuple[DemoModelServer | None, int]:
+        """The demo model on the port the demo provider already points at when it is free (the
+        row then stays as it is), else on any free loopback port. When another ``up`` on the
+        same database already serves it there, that one is used (None is returned with its
+        port): moving the row to a new port would cut the other one's runs off."""
+        port = demo_model_port()
+        server: DemoModelServer | None = None
+        if port:
+            try:
+                server = DemoModelServer(host=LOOPBACK, port=port)
+            except OSError:
+                if _answers_as_demo_model(port):
+                    self._say("up", f"using the {DEMO_MODEL} of another `up` on port {port}")
+                    return None, port
+        if server is None:
+            server = DemoModelServer(host=LOOPBACK, port=0)
+        server.start()
+        self._say("up", f"{DEMO_MODEL} listening on {server.openai_base_url}")
+        return server, server.port
+
+    def _report_seed(self, seed: DemoSeed) -> None:
+        written = ", ".join(
+            f"{n} {SEED_LABELS.get(kind, kind)}{'s' if n > 1 else ''}"
+            for kind, n in seed.created.items()
+            if n
+        )
+        self._say("up", f"demo agency seeded: {written}" if written else "demo agency up to date")
 
     def _start(self, child: Child, env: dict[str, str]) -> None:
         # A new session: Ctrl-C reaches only this process, which stops children in order.
@@ -214,9 +277,13 @@ class Command(BaseCommand):
         url = f"http://{options['host']}:{options['port']}"
         lines = [f"AgentDesk is running at {url}/admin/", f"health: {url}/healthz"]
         if not options["no_demo"]:
-            lines.append(
-                f"demo login: {settings.DEMO_ADMIN_USERNAME} / {settings.DEMO_ADMIN_PASSWORD}"
-            )
+            password = settings.DEMO_ADMIN_PASSWORD
+            lines += [
+                f"demo login: {settings.DEMO_ADMIN_USERNAME} / {password} (agency admin)",
+                f"approver login: {settings.DEMO_APPROVER_USERNAME} / {password} "
+                "(decides approvals)",
+                f"agents run on the {DEMO_MODEL}: open Agents, pick one, press Try it",
+            ]
         lines.append("Ctrl-C stops everything")
         for line in lines:
             self._say("up", line)
@@ -225,3 +292,12 @@ class Command(BaseCommand):
         with self._output_lock:
             self.stdout.write(f"{name:>6} | {line}")
             self.stdout.flush()
+
+
+def _answers_as_demo_model(port: int) -> bool:
+    try:
+        url = f"http://{LOOPBACK}:{port}/healthz"
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(json.load(response).get("status") == "ok")
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,164 @@
+"""What a play knows and does: the situation (instruction, tools, calls so far), the action it
+takes next, and the steps the CRM plays share (find the contact, open the record)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.llm.fake_server.demo.conversation import CONTACT_ID, EMAIL, UUID, Call, name_query
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    tool: str
+    arguments: dict[str, Any]
+    thought: str
+
+
+@dataclass
+class Situation:
+    """What a play knows when it picks its next step: the request and the calls replayed so far."""
+
+    text: str
+    tools: frozenset[str]
+    now: datetime.datetime
+    calls: list[Call] = field(default_factory=list)
+
+    def output(self, tool: str) -> dict[str, Any] | None:
+        """The latest successful result of ``tool``."""
+        for call in reversed(self.calls):
+            if call.name == tool and not call.failed:
+                return dict(call.output)
+        return None
+
+    def called(self, tool: str) -> bool:
+        return any(call.name == tool for call in self.calls)
+
+    def errors(self) -> list[str]:
+        return [f"{call.name}: {error_message(call.output)}" for call in self.calls if call.failed]
+
+    @property
+    def contact(self) -> dict[str, Any] | None:
+        """The contact the run is about: the record opened, else the best search match."""
+        opened = self.output("crm_get_contact")
+        if opened and isinstance(opened.get("contact"), dict):
+            return dict(opened["contact"])
+        found = self.output("crm_search_contacts")
+        contacts = (found or {}).get("contacts") or []
+        return dict(contacts[0]) if contacts and isinstance(contacts[0], dict) else None
+
+    def due(self, days: int) -> str:
+        day = self.now + datetime.timedelta(days=days)
+        while day.weekday() >= 5:  # a weekday
+            day += datetime.timedelta(days=1)
+        return day.replace(hour=9, minute=0, second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+StepFn = Callable[[Situation], Action | None]
+
+
+@dataclass(frozen=True)
+class Play:
+    name: str
+    steps: tuple[StepFn, ...]
+    summary: Callable[[Situation], str]
+
+
+def error_message(output: Any) -> str:
+    if isinstance(output, dict) and isinstance(output.get("error"), dict):
+        return str(output["error"].get("message") or output["error"].get("code") or "failed")
+    return "no result"
+
+
+def who(contact: Mapping[str, Any]) -> str:
+    name = str(contact.get("name") or contact.get("email") or "the contact")
+    company = contact.get("company")
+    return f"{name} ({company})" if company else name
+
+
+def first_name(contact: Mapping[str, Any]) -> str:
+    first = contact.get("first_name") or str(contact.get("name") or "").split(" ")[0]
+    return str(first or "there")
+
+
+def request_in_words(text: str) -> str:
+    if is_trigger(text):
+        return "a routine check (no instruction given)"
+    one_line = " ".join(text.split())
+    return f"“{one_line[:160]}{'…' if len(one_line) > 160 else ''}”"
+
+
+# --- shared steps ---------------------------------------------------------------------------------
+
+
+def is_trigger(text: str) -> bool:
+    """Whether ``text`` describes a trigger (a run started with no instruction)."""
+    return not text.strip() or text.startswith("You were triggered with:")
+
+
+def find_contact(default_status: str, *, pick_when_unnamed: bool) -> StepFn:
+    """Open the contact the request names (e-mail, id or name); when it names nobody, pick one
+    of the ``default_status`` contacts if the run had no instruction or ``pick_when_unnamed``."""
+
+    def step(s: Situation) -> Action | None:
+        if email := EMAIL.search(s.text):
+            return Action(
+                "crm_get_contact",
+                {"email": email.group()},
+                f"The request names {email.group()}. Let me open that contact's record first.",
+            )
+        if contact_id := CONTACT_ID.search(s.text) or UUID.search(s.text):
+            return Action(
+                "crm_get_contact",
+                {"contact_id": contact_id.group("id")},
+                "I was given a contact id. Let me open that record first.",
+            )
+        query = name_query(s.text)
+        if query:
+            return Action(
+                "crm_search_contacts",
+                {"query": query, "limit": 5},
+                f"The request is about {query}. I'll look them up in the CRM before doing "
+                "anything else.",
+            )
+        if not (pick_when_unnamed or is_trigger(s.text)):
+            return None
+        return Action(
+            "crm_search_contacts",
+            {"query": "", "status": default_status, "limit": 5},
+            f"No one is named, so I'll start from the CRM's current {default_status}s and pick "
+            "the one to work on.",
+        )
+
+    return step
+
+
+def open_contact(s: Situation) -> Action | None:
+    found = s.output("crm_search_contacts")
+    if s.called("crm_get_contact") or not found or not found.get("contacts"):
+        return None
+    contacts = found["contacts"]
+    best = contacts[0]
+    others = f" ({len(contacts) - 1} more matched)" if len(contacts) > 1 else ""
+    return Action(
+        "crm_get_contact",
+        {"contact_id": str(best.get("id"))},
+        f"Found {who(best)}{others}. Opening the full record to see the job title and the "
+        "latest notes.",
+    )
+
+
+def recent_note(contact: Mapping[str, Any]) -> str:
+    notes = contact.get("recent_notes") or []
+    if notes and isinstance(notes[0], dict):
+        return str(notes[0].get("content") or "")
+    return ""
+
+
+def rows(call: Call | None) -> list[dict[str, Any]]:
+    if call is None or call.failed:
+        return []
+    return [r for r in call.output.get("rows") or [] if isinstance(r, dict)]

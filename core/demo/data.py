@@ -1,0 +1,229 @@
+"""What the demo agency holds: its agents (one of each of seed 004's five agent types), a dozen
+contacts with a little history, and a risk rule. Plain data; :mod:`core.demo.seed` writes it."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from agents.llm.fake_server.demo import DEMO_MODEL
+
+
+class ContactSpec(TypedDict, total=False):
+    first_name: str
+    last_name: str
+    email: str
+    phone: str
+    company: str
+    job_title: str
+    status: str
+    tags: list[str]
+    notes: list[tuple[str, str]]  # (kind, content)
+    tasks: list[tuple[str, str, int]]  # (title, priority, due in days)
+
+
+class AgentSpec(TypedDict):
+    slug: str
+    template: str  # an AgentTemplate slug (agents migration 0003)
+    overrides: dict[str, Any]
+
+
+DEMO_AGENCY_NAME = "Demo Agency"
+DEMO_AGENCY_SLUG = "demo-agency"
+MODEL_NOTE = (
+    f"Runs on the {DEMO_MODEL}: a script on this machine that reads the request and the tools' "
+    "results and answers like an agent would. To use a real model, set the agent's LLM provider "
+    "and LLM model (e.g. OpenAI, gpt-4o)."
+)
+# Only the guardian is on a schedule (the brief check every quarter hour shows scheduled runs
+# soon after `up` starts); the others keep their templates' events and run when asked.
+GUARDIAN_SCHEDULE = "*/15 * * * *"
+
+
+def _agent(slug: str, template: str, description: str, **overrides: Any) -> AgentSpec:
+    return {
+        "slug": slug,
+        "template": template,
+        "overrides": {
+            "slug": slug,
+            "description": f"{description} {MODEL_NOTE}",
+            "llm_provider": "openai_compatible",
+            "llm_model": DEMO_MODEL,
+            "is_active": True,
+            "trigger_schedule": "",
+            **overrides,
+        },
+    }
+
+
+AGENTS: list[AgentSpec] = [
+    _agent(
+        "sdr-agent",
+        "specialist",
+        "Sales development: finds the lead, scores it, notes the score and proposes an outreach "
+        "e-mail, which waits for an approver.",
+    ),
+    _agent(
+        "alex",
+        "assistant",
+        "Personal assistant: finds the contact, logs the request as a note and creates a "
+        "follow-up task.",
+    ),
+    _agent(
+        "bi-agent",
+        "analyst",
+        "Analyst: counts contacts and tasks by status, reads the latest notes, notifies the team "
+        "and writes a short report.",
+    ),
+    _agent(
+        "cs-orchestrator",
+        "orchestrator",
+        "Customer-success orchestrator: finds customers no open task covers and hands a renewal "
+        "check-in over as a task.",
+    ),
+    _agent(
+        "security-guardian",
+        "guardian",
+        "Guardian: every quarter hour, checks failed e-mails and bursts of new contacts; alerts "
+        "only when something looks wrong.",
+        trigger_schedule=GUARDIAN_SCHEDULE,
+    ),
+]
+
+RISK_RULE: dict[str, Any] = {
+    "name": "Outreach e-mails (demo)",
+    "description": "Every e-mail an agent writes to a contact is read by a person first. "
+    "(email_send is a dangerous tool anyway; this rule rates its approvals high and names "
+    "itself on them.)",
+    "tool_pattern": "email_send",
+    "condition": {},
+    "risk_level": "high",
+    "requires_approval": True,
+    "priority": 50,
+}
+
+CONTACTS: list[ContactSpec] = [
+    {
+        "first_name": "Priya",
+        "last_name": "Raman",
+        "email": "priya.raman@northwind-traders.example",
+        "phone": "+44 20 7946 0321",
+        "company": "Northwind Traders",
+        "job_title": "Head of Growth",
+        "status": "lead",
+        "tags": ["inbound", "pricing"],
+        "notes": [("call", "Asked about pricing for 12 seats; decision expected this quarter.")],
+    },
+    {
+        "first_name": "Marcus",
+        "last_name": "Oyelaran",
+        "email": "marcus@brightline-logistics.example",
+        "phone": "+1 312 555 0148",
+        "company": "Brightline Logistics",
+        "job_title": "Operations Director",
+        "status": "lead",
+        "tags": ["demo-request"],
+    },
+    {
+        "first_name": "Sofia",
+        "last_name": "Lindqvist",
+        "email": "sofia@fjordandfield.example",
+        "company": "Fjord & Field Studio",
+        "job_title": "Founder",
+        "status": "lead",
+        "tags": ["referral"],
+        "notes": [("note", "Referred by Emma Castellanos; interested in a website refresh.")],
+    },
+    {
+        "first_name": "Amara",
+        "last_name": "Nwosu",
+        "email": "amara.nwosu@sunleaf-skincare.example",
+        "phone": "+234 1 555 0192",
+        "company": "Sunleaf Skincare",
+        "job_title": "VP Marketing",
+        "status": "lead",
+        "tags": ["inbound", "enterprise"],
+    },
+    {
+        "first_name": "Hiroshi",
+        "last_name": "Tanaka",
+        "email": "h.tanaka@kumo-analytics.example",
+        "company": "Kumo Analytics",
+        "job_title": "IT Lead",
+        "status": "lead",
+        "tags": ["webinar"],
+    },
+    {
+        "first_name": "Daniel",
+        "last_name": "Okafor",
+        "email": "daniel.okafor@harbordental.example",
+        "phone": "+1 617 555 0173",
+        "company": "Harbor Dental Group",
+        "job_title": "Marketing Manager",
+        "status": "active",
+        "tags": ["newsletter"],
+    },
+    {
+        "first_name": "Chloé",
+        "last_name": "Martin",
+        "email": "chloe.martin@maisonverte.example",
+        "company": "Maison Verte",
+        "job_title": "Head of E-commerce",
+        "status": "active",
+        "tags": ["pricing"],
+    },
+    {
+        "first_name": "Emma",
+        "last_name": "Castellanos",
+        "email": "emma@castellanos-bakery.example",
+        "phone": "+1 415 555 0119",
+        "company": "Castellanos Bakery Co.",
+        "job_title": "CEO",
+        "status": "customer",
+        "tags": ["retainer"],
+        "notes": [
+            ("meeting", "Quarterly review: happy with the retainer; wants a spring campaign.")
+        ],
+        "tasks": [("Send Emma the spring campaign proposal", "medium", 5)],
+    },
+    {
+        "first_name": "Grace",
+        "last_name": "Whitfield",
+        "email": "grace@whitfield-physio.example",
+        "company": "Whitfield Physio",
+        "job_title": "Practice Manager",
+        "status": "customer",
+        "tags": ["retainer", "renewal-q1"],
+        "notes": [("email", "Renewal due at the end of Q1; asked for a usage summary first.")],
+        "tasks": [("Prepare the Whitfield Physio renewal pack", "high", 10)],
+    },
+    {
+        "first_name": "Liam",
+        "last_name": "O'Connor",
+        "email": "liam@oconnor-plumbing.example",
+        "phone": "+353 1 555 0137",
+        "company": "O'Connor Plumbing & Heating",
+        "job_title": "Owner",
+        "status": "customer",
+        "tags": ["local-seo"],
+    },
+    {
+        "first_name": "Rachel",
+        "last_name": "Goldberg",
+        "email": "rachel.goldberg@meridian-legal.example",
+        "company": "Meridian Legal LLP",
+        "job_title": "COO",
+        "status": "customer",
+        "tags": ["enterprise", "renewal-q1"],
+    },
+    {
+        "first_name": "Jonas",
+        "last_name": "Becker",
+        "email": "jonas.becker@alpenwerk.example",
+        "phone": "+49 89 555 0164",
+        "company": "Alpenwerk GmbH",
+        "job_title": "Procurement",
+        "status": "inactive",
+        "tags": ["lost-2025"],
+        "notes": [("call", "Chose an in-house team; revisit next year.")],
+    },
+]

@@ -1,0 +1,200 @@
+"""The demo model (`agents.llm.fake_server.demo`): the real SDK clients talk to it over both wire
+formats, and it plays an agent's run from the tools offered and the results it gets back."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from agents.llm.base import Provider
+from agents.llm.factory import get_provider
+from agents.llm.fake_server.demo import DEMO_MODEL, DemoModelServer, next_action
+from agents.llm.fake_server.demo.conversation import name_query
+from agents.llm.fake_server.script import RecordedRequest
+from agents.llm.types import Message, ProviderConfig, ProviderKind, ToolDefinition
+
+KINDS: list[ProviderKind] = ["openai", "anthropic"]
+PRIYA = {
+    "id": "0b9a4c1e-6f7d-4c1b-9a55-2f3c4d5e6f70",
+    "name": "Priya Raman",
+    "first_name": "Priya",
+    "email": "priya.raman@northwind-traders.example",
+    "company": "Northwind Traders",
+    "job_title": "Head of Growth",
+    "status": "lead",
+    "tags": ["inbound", "pricing"],
+    "recent_notes": [{"kind": "call", "content": "Asked about pricing for 12 seats."}],
+}
+SDR_TOOLS = ["crm_search_contacts", "crm_get_contact", "crm_add_note", "email_send", "web_search"]
+
+
+def _crm(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """What the platform's tools would answer, for a CRM holding Priya alone."""
+    if name == "crm_search_contacts":
+        found = "priya" in arguments.get("query", "").lower() or not arguments.get("query")
+        return {"contacts": [PRIYA] if found else [], "count": int(found)}
+    if name == "crm_get_contact":
+        return {"contact": PRIYA}
+    if name == "email_send":
+        return {"id": "e1", "status": "queued", "to": arguments["to"]}
+    return {"ok": True}
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[DemoModelServer]:
+    with DemoModelServer(think_seconds=0, stream_interval=0.001, record=True) as server:
+        yield server
+
+
+@pytest.fixture
+def provider(demo: DemoModelServer) -> Iterator[Callable[[ProviderKind], Provider]]:
+    built: list[Provider] = []
+
+    def make(kind: ProviderKind) -> Provider:
+        url = demo.anthropic_base_url if kind == "anthropic" else demo.openai_base_url
+        config = ProviderConfig(kind=kind, model=DEMO_MODEL, api_key="demo", base_url=url)
+        built.append(get_provider(config, sleep=lambda _: None))
+        return built[-1]
+
+    yield make
+    for made in built:
+        made.close()
+
+
+def _run(
+    provider: Provider, text: str, tools: list[str], *, stream: bool = False
+) -> tuple[list[str], str, list[str]]:
+    """A whole run over the wire: the tools called, the final answer, and what was streamed."""
+    definitions = [ToolDefinition(name=name, description=name) for name in tools]
+    messages = [Message.system("You are an SDR."), Message.user(text)]
+    called: list[str] = []
+    streamed: list[str] = []
+    for _ in range(10):
+        reply = provider.complete(
+            messages, definitions, on_text=streamed.append if stream else None
+        )
+        messages.append(reply.to_message())
+        if not reply.tool_calls:
+            return called, reply.text, streamed
+        for call in reply.tool_calls:
+            called.append(call.name)
+            output = json.dumps(_crm(call.name, call.arguments))
+            messages.append(Message.tool_result(call.id, output))
+    raise AssertionError(f"no final answer after {called}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_sdr_play_over_both_wire_formats(
+    kind: ProviderKind, provider: Callable[[ProviderKind], Provider], demo: DemoModelServer
+) -> None:
+    called, answer, _ = _run(provider(kind), "Reach out to Priya Raman, please.", SDR_TOOLS)
+
+    assert called == ["crm_search_contacts", "crm_get_contact", "crm_add_note", "email_send"]
+    assert "Priya Raman (Northwind Traders)" in answer
+    assert "approved" in answer
+    assert {r.wire for r in demo.requests[-5:]} == {kind}
+    assert {r.model for r in demo.requests[-5:]} == {DEMO_MODEL}
+
+
+def test_a_streamed_reply_arrives_in_pieces(
+    provider: Callable[[ProviderKind], Provider],
+) -> None:
+    called, answer, streamed = _run(
+        provider("openai"), "Reach out to Priya Raman.", SDR_TOOLS, stream=True
+    )
+
+    assert called[-1] == "email_send"
+    assert len(streamed) > 10  # word by word, thoughts and the final answer
+    assert "".join(streamed).endswith(answer)
+
+
+def _request(
+    text: str, tools: list[str], calls: list[tuple[str, dict[str, Any]]]
+) -> RecordedRequest:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
+    for n, (name, output) in enumerate(calls):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(output)})
+    body = {
+        "model": DEMO_MODEL,
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": t}} for t in tools],
+    }
+    return RecordedRequest("openai", "/v1/chat/completions", {}, body, None)
+
+
+def test_nobody_found_means_no_e_mail_and_an_honest_answer() -> None:
+    request = _request(
+        "Reach out to Zed Quimby.",
+        SDR_TOOLS,
+        [("crm_search_contacts", {"contacts": [], "count": 0})],
+    )
+
+    answer = next_action(request)
+
+    assert isinstance(answer, str)
+    assert "couldn't find a matching contact" in answer
+
+
+def test_a_failed_tool_is_reported_and_the_run_still_ends() -> None:
+    error = {"error": {"code": "not_found", "message": "No contact with that id."}}
+    request = _request(
+        "Follow up with a3bb189e-8bf9-3888-9912-ace4e6543002",
+        ["crm_get_contact", "crm_add_note", "task_create"],
+        [("crm_get_contact", error)],
+    )
+
+    action = next_action(request, now=datetime.datetime(2030, 1, 4, 12, tzinfo=datetime.UTC))
+
+    assert not isinstance(action, str)
+    assert action.tool == "task_create"  # nobody to note it on: a task to find them
+    assert action.arguments["due_date"] == "2030-01-07T09:00:00Z"  # two days on, a weekday
+
+
+def test_an_event_payload_names_the_contact_to_open() -> None:
+    contact_id = "0b9a4c1e-6f7d-4c1b-9a55-2f3c4d5e6f70"
+    text = (
+        'You were triggered with:\n{"trigger": "event", "data": {"event_id": '
+        f'"a3bb189e-8bf9-3888-9912-ace4e6543002", "payload": {{"contact_id": "{contact_id}"}}}}}}'
+    )
+    action = next_action(_request(text, SDR_TOOLS, []))
+
+    assert not isinstance(action, str)
+    assert (action.tool, action.arguments) == ("crm_get_contact", {"contact_id": contact_id})
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("Please follow up with Priya Raman about pricing.", "Priya Raman"),
+        ("Research Northwind Traders before Friday", "Northwind Traders"),
+        ("Call Liam O'Connor's office", "Liam O'Connor"),
+        ("What's new with Emma?", "Emma"),
+        ("what's new?", ""),
+        ('You were triggered with:\n{"trigger": "manual", "data": {}}', ""),
+    ],
+)
+def test_the_name_searched_for_is_the_first_one_in_the_request(text: str, query: str) -> None:
+    assert name_query(text) == query
+
+
+def test_an_assistant_asked_about_nobody_hands_the_request_over_as_a_task() -> None:
+    tools = ["crm_search_contacts", "crm_get_contact", "crm_add_note", "task_create"]
+
+    action = next_action(_request("Plan the team offsite, please.", tools, []))
+
+    assert not isinstance(action, str)
+    assert action.tool == "task_create"
+    assert action.arguments["title"] == "Look into: Plan the team offsite, please."
+
+
+def test_an_agent_without_tools_gets_a_plain_labelled_answer() -> None:
+    answer = next_action(_request("Hello there", [], []))
+
+    assert isinstance(answer, str)
+    assert answer.startswith("(demo model: scripted, no AI)")

@@ -1,0 +1,119 @@
+"""The README's first five minutes, as a newcomer does them: log in, land on the staff home,
+open the SDR agent, press "Try it", watch the run think, call tools and wait for an approval
+live; once approved, the home shows it completed, and its cost in the chart. The demo agency's
+data and the demo model are those `manage.py up` seeds and starts; a real worker runs the agent.
+The screenshots are the README's (docs/img/)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from agents.llm.fake_server.demo import DemoModelServer
+from agents.models import Execution
+from approvals.models import Approval
+from approvals.services import approval_decide
+from core import tenancy
+from core.demo import demo_data_seed
+from core.models import Role
+from tests.browser.conftest import DESKTOP, PHONE, screenshot
+from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
+from tests.processes import AsgiServer, Worker, wait_for
+from usage.templatetags.usage_format import usd
+
+pytestmark = pytest.mark.slow
+PASSWORD = "pw-for-tests"
+
+
+@pytest.fixture(scope="module")
+def demo_model() -> Iterator[DemoModelServer]:
+    # Thinking pauses and streamed text as in `up`, a little faster.
+    with DemoModelServer(think_seconds=0.4, stream_interval=0.03) as server:
+        yield server
+
+
+def test_a_newcomer_runs_the_sdr_agent_and_watches_it_live(
+    browser: Browser,
+    asgi_server: AsgiServer,
+    celery_worker: Worker,
+    demo_model: DemoModelServer,
+    live_db: Any,
+) -> None:
+    agency = AgencyFactory.create(name="Demo Agency")
+    SiteFactory.create(agency=agency, name="Demo Agency main site")
+    demo_data_seed(agency=agency, model_url=demo_model.openai_base_url)
+    username = f"newcomer-{uuid.uuid4().hex[:6]}"
+    user = MembershipFactory.create(
+        agency=agency, role=Role.ADMIN, user__username=username, user__email="demo@example.com"
+    ).user
+
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.goto(f"{asgi_server.url}/admin/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.keyboard.press("Enter")
+    home = page.locator("#staff-home")
+    expect(home).to_be_visible()
+    expect(home.locator("[data-live-state]")).to_have_attribute("data-live-state", "open")
+
+    # Sidebar links read "<icon ligature> Agents".
+    page.get_by_role("link", name=re.compile(r"(^|\s)Agents$")).first.click()
+    page.get_by_role("link", name="SDR Agent", exact=True).click()
+    page.get_by_role("link", name=re.compile("Try it$")).click()
+    page.locator("textarea[name=input]:visible").fill(
+        "Reach out to Priya Raman about her pricing question."
+    )
+    page.get_by_role("button", name="Start the run").click()
+
+    expect(page).to_have_url(re.compile(r"/admin/agents/execution/[0-9a-f-]+/change/"))
+    live = page.locator("#live-run")
+    expect(live.locator("[data-conn]")).to_have_text(re.compile("live|finished"))
+    expect(live.locator(".live-step--streaming")).to_be_visible(timeout=20_000)
+    acts = live.locator(".live-step--act")
+    expect(acts.filter(has_text="crm_search_contacts")).to_have_count(1, timeout=20_000)
+    expect(live.locator('[data-field="status"]')).to_have_text(
+        "Waiting for approval", timeout=30_000
+    )
+    expect(live.locator('[data-field="waiting"]')).to_contain_text("email_send")
+    expect(live.get_by_role("link", name="Review and decide")).to_be_visible()
+    screenshot(page, "demo-run", full_page=False)
+    execution_id = page.url.rstrip("/").split("/")[-2]
+
+    page.get_by_role("link", name=re.compile(r"(^|\s)Home(\s\d+)?$")).first.click()
+    expect(home.locator("#home-in-progress")).to_contain_text("SDR Agent")
+    expect(home.locator("#home-waiting")).to_contain_text("email_send")
+    screenshot(page, "home", full_page=False)
+    page.evaluate("window.__sameDocument = true")
+
+    with tenancy.agency_context(agency.id):
+        approval = Approval.objects.get(execution_id=execution_id)
+        approval_decide(approval=approval, approve=True, user_id=user.pk, reason="Looks good.")
+    with tenancy.agency_context(agency.id):
+        execution = wait_for(Execution.objects.get(pk=execution_id))
+    assert execution.status == "completed", execution.error
+    assert execution.cost_usd > Decimal(0)  # the demo model's illustrative price
+
+    recent = home.locator("#home-recent")
+    expect(recent).to_contain_text("SDR Agent", timeout=15_000)
+    expect(recent).to_contain_text("Completed")
+    assert page.evaluate("window.__sameDocument") is True  # the panels updated in place
+    # The run's cost is in the chart: the home reloaded from here shows it in the 14 days.
+    page.reload()
+    expect(home.locator("#home-charts")).to_contain_text(
+        f"Cost, last 14 days: {usd(execution.cost_usd)}"
+    )
+    screenshot(page, "home-after-the-run")
+
+    page.set_viewport_size(PHONE)
+    page.goto(f"{asgi_server.url}/admin/agents/execution/{execution_id}/change/")
+    expect(live.locator('[data-field="status"]')).to_have_text("Completed")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"] + 1
+    screenshot(page, "demo-run-phone")
+    context.close()
