@@ -156,6 +156,26 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGIN_URL = "admin:login"
+# After a login with no ?next= (unfold's login form drops the admin's hidden "next" field): the
+# staff home, not Django's /accounts/profile/ (a 404 here).
+LOGIN_REDIRECT_URL = "admin:index"
+
+# --- Admin theme (django-unfold) ------------------------------------------------------------------
+UNFOLD: dict[str, Any] = {
+    # The admin index is the staff home (live/views.py); the site's root ("View site") leads to it.
+    "DASHBOARD_CALLBACK": "live.views.dashboard_callback",
+    # Everything the theme loads (Inter, Material Symbols, Alpine, htmx, Chart.js) is one of its
+    # static files: no font or script comes from the internet, the admin works offline.
+    "SITE_TITLE": "AgentDesk",
+    "SITE_HEADER": "AgentDesk",
+    "SITE_SYMBOL": "smart_toy",
+    "SITE_SUBHEADER": "core.admin_navigation.site_subheader",  # the agency and the role
+    "SIDEBAR": {
+        "show_search": True,
+        "show_all_applications": False,
+        "navigation": "core.admin_navigation.sidebar_navigation",
+    },
+}
 
 # --- Mail (Django 6.1 mailers) -----------------------------------------------------------------
 # Development prints e-mails to the console; production names an SMTP (or other) backend and its
@@ -243,6 +263,9 @@ AGENTDESK_LLM_MAX_RETRIES = env.int("AGENTDESK_LLM_MAX_RETRIES", default=2)
 # operator's model servers (e.g. an Ollama at 10.0.0.5 -> "10.0.0.5/32"). Empty: public only
 # (agents/llm/endpoints.py). Cloud metadata addresses are refused regardless.
 AGENTDESK_LLM_PRIVATE_NETWORKS = env.list("AGENTDESK_LLM_PRIVATE_NETWORKS", default=[])
+# Single non-public servers an agency's endpoint may be at, as address:port ("127.0.0.1:8765"):
+# that port of that address only. `manage.py up` adds its demo model's here for its children.
+AGENTDESK_LLM_PRIVATE_ENDPOINTS = env.list("AGENTDESK_LLM_PRIVATE_ENDPOINTS", default=[])
 # How long a process reuses what it read of tools, risk rules, prices and "no budget" (seconds):
 # they are read on every run or step and change rarely. 0 reads them every time.
 AGENTDESK_CATALOGUE_CACHE_SECONDS = env.float("AGENTDESK_CATALOGUE_CACHE_SECONDS", default=30.0)
@@ -251,9 +274,16 @@ AGENTDESK_MAX_DELIVERIES = env.int("AGENTDESK_MAX_DELIVERIES", default=5)
 # Durability tests only: SIGKILL the worker at a named point (agents/runtime/faults.py).
 AGENTDESK_CRASH_AT = env.str("AGENTDESK_CRASH_AT", default="")
 
-# Live updates a process publishes within this many milliseconds of each other go to Redis as one
-# batch (one round trip, one wake-up of the publishing thread); 0 sends each as soon as it can.
-AGENTDESK_BROADCAST_BATCH_MS = env.float("AGENTDESK_BROADCAST_BATCH_MS", default=20.0)
+# A live update that finds the publishing thread idle goes to Redis at once; those that follow
+# within this many milliseconds of the last batch go together at the window's end (one round trip,
+# one wake-up of the thread): at most one batch per window, and no more delay than the window
+# (bench.live_latency); 0 sends each as soon as it can.
+AGENTDESK_BROADCAST_BATCH_MS = env.float("AGENTDESK_BROADCAST_BATCH_MS", default=5.0)
+# A model call's text streams to the execution's watchers while it runs (a run nobody watches
+# makes the unstreamed call); its batches go at the pace above. A worker asks Redis which of its
+# runs are watched every this many seconds, in one command (agents/runtime/streaming.py).
+AGENTDESK_TOKEN_STREAMING = env.bool("AGENTDESK_TOKEN_STREAMING", default=True)
+AGENTDESK_TOKEN_WATCH_SECONDS = env.float("AGENTDESK_TOKEN_WATCH_SECONDS", default=0.5)
 
 # --- Channels -----------------------------------------------------------------------------------
 CHANNEL_LAYERS = {
@@ -319,6 +349,8 @@ AGENTDESK_ENCRYPTION_KEYS = env.list("AGENTDESK_ENCRYPTION_KEYS", default=[])
 # --- Demo data ------------------------------------------------------------------------------------
 DEMO_ADMIN_USERNAME = env.str("AGENTDESK_DEMO_USERNAME", default="demo")
 DEMO_ADMIN_PASSWORD = env.str("AGENTDESK_DEMO_PASSWORD", default="demo-agentdesk")
+# A second demo login with the approver role (decides approvals, reads the rest); same password.
+DEMO_APPROVER_USERNAME = env.str("AGENTDESK_DEMO_APPROVER_USERNAME", default="approver")
 
 # --- Tools ----------------------------------------------------------------------------------------
 # web_search provider: registered name or dotted path; empty = search off (tools/web_search.py).
