@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -26,6 +26,7 @@ from agents.models import (
     ExecutionStatus,
     ExecutionStep,
     StateTransition,
+    StepType,
     TriggerLog,
 )
 from agents.runtime import provider_limits
@@ -97,6 +98,9 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
         """A run waiting in ``waiting_input`` says for what: a provider's rate limit and a
         ``wait`` timer are not questions for a human."""
         label = str(obj.get_status_display())
+        failed = getattr(obj, "failed_tool_calls", 0) or 0
+        if failed:  # a run may complete although tool calls failed: say so beside it
+            label += f" · {failed} tool call{'s' if failed > 1 else ''} failed"
         kind = (obj.input_request or {}).get("kind")
         if obj.status != ExecutionStatus.WAITING_INPUT or obj.wait_until is None:
             return label
@@ -107,6 +111,18 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
         if kind == "timer":
             return f"{label}: timer until {until}"
         return label
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # A subquery, not a join: the changelist's count() leaves it out.
+        failed = (
+            ExecutionStep.objects.filter(
+                execution_id=OuterRef("pk"), step_type=StepType.ACT, tool_output__has_key="error"
+            )
+            .values("execution_id")
+            .annotate(n=Count("*"))
+            .values("n")
+        )
+        return super().get_queryset(request).annotate(failed_tool_calls=Subquery(failed))
 
     trigger_data_pretty = json_display("trigger_data", "Trigger data")
     result_pretty = json_display("result", "Result")

@@ -10,10 +10,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from agents.models import ExecutionStatus
+from agents.models import ExecutionStatus, StepType
 from core.models import Agency, User
 from tests.admin.helpers import admin_url
-from tests.agents.factories import AgentFactory, ExecutionFactory
+from tests.agents.factories import AgentFactory, ExecutionFactory, ExecutionStepFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -46,3 +46,22 @@ def test_the_list_tells_a_rate_limit_wait_and_a_timer_from_a_question(
     assert cells[1] == "Waiting for input"  # the question: nothing added
     assert cells[2].startswith("Waiting for input: provider rate limit (requests per minute) until")
     assert cells[3].startswith("Waiting for input: timer until")
+
+
+def test_the_list_flags_a_completed_run_whose_tool_calls_failed(
+    agency: Agency, staff: User, login: Callable[[User], Client]
+) -> None:
+    agent = AgentFactory.create(agency=agency)
+    failing = ExecutionFactory.create(agent=agent, status=ExecutionStatus.COMPLETED)
+    ExecutionFactory.create(agent=agent, status=ExecutionStatus.COMPLETED)
+    for number, output in enumerate(
+        [{"error": {"code": "not_found", "message": "no such contact"}}, {"ok": True}] * 2, 1
+    ):
+        ExecutionStepFactory.create(
+            execution=failing, step_number=number, step_type=StepType.ACT,
+            tool_name="crm_get_contact", tool_output=output,
+        )  # fmt: skip
+
+    page = login(staff).get(admin_url(ExecutionFactory._meta.model, "changelist"))
+    cells = sorted(re.findall(r'class="field-status_shown[^"]*">([^<]*)<', page.content.decode()))
+    assert cells == ["Completed", "Completed · 2 tool calls failed"]
