@@ -11,4 +11,4 @@ RUN pip install -c constraints.txt . && python -m compileall -q . \
        REDIS_URL=redis://x python manage.py collectstatic --noinput
 USER agentdesk
 EXPOSE 8000
-CMD ["uvicorn", "config.asgi:application", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["uvicorn", "config.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--ws-per-message-deflate", "false"]

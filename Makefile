@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(PY) -m bench.throughput
 	$(PY) -m bench.floor_throughput
 	$(PY) -m bench.cpu_split
+	$(PY) -m bench.live_latency
 
 clean:
 	-$(PY) manage.py embedded stop

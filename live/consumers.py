@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import uuid
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.http import Http404
@@ -110,6 +112,17 @@ class _AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
     async def start(self, principal: Principal) -> None:
         raise NotImplementedError
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' own dispatch first closes stale database connections through
+        # sync_to_async: a hop to the process's one sync thread per message and consumer, so
+        # 50 watchers of a run queued 50 hops behind each other per event (bench.live_latency).
+        # Every database access here goes through database_sync_to_async, which does that in
+        # its thread anyway; the handler is called directly.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
             return  # binary frames mean nothing here
@@ -160,9 +173,13 @@ class ExecutionConsumer(_AuthenticatingConsumer):
 
     async def _publish_marker(self) -> None:
         for _ in range(MARKER_TRIES):
-            await self.channel_layer.group_send(
-                self.group, {"type": "live.marker", "marker": self.marker}
-            )
+            try:
+                await self.channel_layer.group_send(
+                    self.group, {"type": "live.marker", "marker": self.marker}
+                )
+            except Exception:  # Redis going away or coming back: no marker will come
+                logger.warning("live marker of execution %s not published", self.execution_id)
+                break
             await asyncio.sleep(MARKER_WAIT_SECONDS)
             if self.caught_up:
                 return
@@ -208,7 +225,7 @@ class ExecutionConsumer(_AuthenticatingConsumer):
     async def _send_events(self, events: list[protocol.ExecutionEvent]) -> None:
         for event in events:
             if event["seq"] > self.last_seq:
-                await self.send_json(_client_event(event))
+                await self.send(text_data=_event_text(event))
                 self.last_seq = event["seq"]
 
     async def execution_event(self, message: dict[str, Any]) -> None:
@@ -224,7 +241,7 @@ class ExecutionConsumer(_AuthenticatingConsumer):
                 # snapshot (what it waits for, its outcome), read with the missing events.
                 await self._fill(upto=None if parked_or_done else seq)
             if seq > self.last_seq:
-                await self.send_json(_client_event(message))  # type: ignore[arg-type]
+                await self.send(text_data=_event_text(message))  # type: ignore[arg-type]
                 self.last_seq = seq
             self.terminal = self.terminal or message["status"] in _TERMINAL
 
@@ -296,6 +313,24 @@ _TERMINAL = {
 }
 
 
+# The text of recent events, shared by this process's sockets: the watchers of one execution
+# are sent the same event, encoded once instead of once per socket.
+_EVENT_TEXTS: dict[tuple[str, int], str] = {}
+_EVENT_TEXTS_LIMIT = 1024
+
+
+def _event_text(event: protocol.ExecutionEvent) -> str:
+    """The event as the client receives it, JSON (an execution's events are numbered: one
+    number, one event)."""
+    key = (event["execution_id"], event["seq"])
+    text = _EVENT_TEXTS.get(key)
+    if text is None:
+        if len(_EVENT_TEXTS) >= _EVENT_TEXTS_LIMIT:
+            _EVENT_TEXTS.clear()
+        text = _EVENT_TEXTS[key] = json.dumps(_client_event(event))
+    return text
+
+
 def _client_event(event: protocol.ExecutionEvent) -> dict[str, Any]:
     """The group message as the client receives it: ``type`` is the event's kind."""
     return {
@@ -333,7 +368,7 @@ class AgencyConsumer(_AuthenticatingConsumer):
         await self.send_json({"type": "ready", "agency_id": str(agency_id)})
 
     async def execution_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(_client_event(message))  # type: ignore[arg-type]
+        await self.send(text_data=_event_text(message))  # type: ignore[arg-type]
 
     async def notification(self, message: dict[str, Any]) -> None:
         await self.send_json(message)

@@ -251,7 +251,8 @@ class AsgiServer:
         environment.update(self.extra_env)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning"],
+             "--port", str(self.port), "--log-level", "warning",
+             "--ws-per-message-deflate", "false"],  # as `manage.py up` runs it
             cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
         )  # fmt: skip
         deadline = time.monotonic() + 60

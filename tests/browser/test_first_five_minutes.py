@@ -115,5 +115,5 @@ def test_a_newcomer_runs_the_sdr_agent_and_watches_it_live(
     page.goto(f"{asgi_server.url}/admin/agents/execution/{execution_id}/change/")
     expect(live.locator('[data-field="status"]')).to_have_text("Completed")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"] + 1
-    screenshot(page, "demo-run-phone")
+    screenshot(page, "demo-run-phone", full_page=False)
     context.close()

@@ -58,23 +58,28 @@ def test_broadcast_is_sent_after_commit_and_dropped_on_rollback(
     assert second is None
 
 
-def test_messages_within_the_batch_window_are_sent_together_and_a_flush_ends_the_wait() -> None:
+def test_a_message_finding_the_publisher_idle_goes_at_once_and_followers_share_a_window() -> None:
     publisher = realtime._Publisher()
 
-    def put_later(*items: Any) -> None:
+    def put_later(*items: Any, delay: float = 0.02) -> None:
         for item in items:
-            time.sleep(0.02)
+            time.sleep(delay)
             publisher._queue.put(item)
 
     publisher._queue.put("first")
-    threading.Thread(target=put_later, args=("second", "third")).start()
-    assert publisher._next_batch(0.2) == ["first", "second", "third"]
+    threading.Thread(target=put_later, args=("late",), kwargs={"delay": 0.5}).start()
+    assert publisher._next_batch(5.0) == ["first"]  # nothing sent lately: no wait for "late"
+    assert publisher._next_batch(0.0) == ["late"]
+
+    publisher._queue.put("second")
+    threading.Thread(target=put_later, args=("third",)).start()
+    assert publisher._next_batch(0.2) == ["second", "third"]  # within the window of "late"
 
     done = threading.Event()
-    publisher._queue.put("first")
+    publisher._queue.put("fourth")
     threading.Thread(target=put_later, args=(done,)).start()
     started = time.monotonic()
-    assert publisher._next_batch(5.0) == ["first", done]
+    assert publisher._next_batch(5.0) == ["fourth", done]
     assert time.monotonic() - started < 2.0  # the flush request did not wait out the window
 
     publisher._queue.put("alone")

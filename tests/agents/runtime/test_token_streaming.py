@@ -128,8 +128,9 @@ def test_a_watched_run_streams_each_calls_text_in_order_before_its_step(
     fake_llm_server.set_responder(
         by_turn(
             tool_call_reply("crm_search_contacts", {"query": "ada"}, text=THOUGHT),
-            # Paced like a model producing it: the watcher gets it in several batches.
-            Reply(text=ANSWER, stream_interval=0.01),
+            # A word every 2 ms, faster than the publisher's batch window (5 ms): the watcher
+            # gets it in several batches.
+            Reply(text=ANSWER, stream_interval=0.002),
         ),
         key=agent.llm_model,
     )
