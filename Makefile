@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(PY) -m bench.floor_throughput
 	$(PY) -m bench.cpu_split
 	$(PY) -m bench.live_latency
+	$(PY) -m bench.token_streaming
 
 clean:
 	-$(PY) manage.py embedded stop
