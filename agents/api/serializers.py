@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from agents.models import (
+    AGENT_STATS_FIELDS,
     INPUT_MAX_CHARS,
     Agent,
     AgentGoal,
@@ -64,17 +65,6 @@ AGENT_WRITE_FIELDS = [
     "denied_tools",
     "is_active",
     "is_public",
-]
-AGENT_STATS_FIELDS = [
-    "total_runs",
-    "successful_runs",
-    "failed_runs",
-    "total_tokens_used",
-    "total_cost_usd",
-    "total_actions_taken",
-    "avg_response_time_ms",
-    "last_run_at",
-    "last_error",
 ]
 
 

@@ -1,6 +1,7 @@
 """Agents app models, one module per concern; import them from here."""
 
 from agents.models.agent import (
+    AGENT_STATS_FIELDS,
     Agent,
     AgentConfig,
     AgentGoal,
@@ -35,6 +36,7 @@ from agents.models.flow import (
 from agents.models.provider import LLMProvider
 
 __all__ = [
+    "AGENT_STATS_FIELDS",
     "INPUT_MAX_CHARS",
     "TERMINAL_STATUSES",
     "Agent",

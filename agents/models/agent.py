@@ -141,6 +141,20 @@ class AgentTemplate(AgentConfig, AgencyOwnedModel):
         return f"{self.name} ({self.agent_type} template)"
 
 
+# The agent's run statistics (seed 004), kept by the runtime: read-only in the admin and the API.
+AGENT_STATS_FIELDS = (
+    "total_runs",
+    "successful_runs",
+    "failed_runs",
+    "total_tokens_used",
+    "total_cost_usd",
+    "total_actions_taken",
+    "avg_response_time_ms",
+    "last_run_at",
+    "last_error",
+)
+
+
 class Agent(AgentConfig, AgencyOwnedModel):
     """An AI agent of one site (seed 004 ``ai_agents``)."""
 

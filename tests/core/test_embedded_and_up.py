@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,12 +42,6 @@ def _processes_using(data_dir: Path) -> list[psutil.Process]:
 def _stop_embedded(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTDESK_DATA_DIR", str(data_dir))
     embedded.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_two_processes_starting_at_once_get_one_postgres_and_one_redis(
@@ -98,7 +91,7 @@ def test_up_serves_health_admin_and_a_demo_run_and_sigterm_leaves_nothing_behind
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data_dir = tmp_path / "data"
-    port = _free_port()
+    port = embedded.free_port()
     up = subprocess.Popen(
         [sys.executable, "manage.py", "up", "--port", str(port), "--concurrency", "2"],
         cwd=ROOT,

@@ -21,9 +21,9 @@ from websockets.sync.client import ClientConnection, connect
 
 from agents.models import Execution, ExecutionStatus, StepType
 from agents.runtime import store
-from core import realtime, tenancy
+from core import embedded, realtime, tenancy
 from core.models import User
-from tests.processes import ROOT, AsgiServer, free_port
+from tests.processes import ROOT, AsgiServer
 
 
 def session_cookie(user: User) -> str:
@@ -139,7 +139,7 @@ class PrivateRedis:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.port = free_port()
+        self.port = embedded.free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
