@@ -1,28 +1,27 @@
-"""Approvals are decided, never edited: approvers and agency admins approve or deny pending ones
-(through ``approval_decide``, which resumes or cancels the run). Risk rules: an agency's own are
-edited by its staff; the platform's only by superusers."""
+"""Approvals are decided in the approvers' inbox (``/approvals/``, approvals/inbox/), never here:
+the admin lists them read-only, each row and page linking to its item in the inbox, where a
+decision is one approval at a time with a reason for a deny and a confirmation (the bulk
+"Approve/Deny selected" actions are gone: they decided unseen rows, with no reason and no
+confirmation). Risk rules: an agency's own are edited by its staff; the platform's only by
+superusers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from agents.admin.common import json_display, run_link
 from approvals.models import Approval, ApprovalStatus, RiskRule
-from approvals.services import approval_decide
-from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin, has_role
-from core.exceptions import ApplicationError
-from core.models import Role
+from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
 from tools.patterns import InvalidPattern, validate_pattern
-
-DECIDE_ROLES = frozenset({Role.ADMIN, Role.APPROVER})
 
 
 class PendingFirstFilter(admin.SimpleListFilter):
@@ -50,18 +49,18 @@ class PendingFirstFilter(admin.SimpleListFilter):
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = [
-        "action_type", "risk_level", "status", "agent", "execution_link", "action_summary",
-        "created_at", "decided_by", "decided_at",
+        "action_type", "risk_level", "status", "inbox_link", "agent", "execution_link",
+        "action_summary", "created_at", "decided_by", "decided_at",
     ]  # fmt: skip
     list_filter = [PendingFirstFilter, "risk_level", ("agent", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["agent", "execution", "decided_by"]
     date_hierarchy = "created_at"
     search_fields = ["action_type", "action_description", "risk_explanation"]
-    actions = ["approve", "deny"]
+    actions = None  # decisions are taken one at a time, in the inbox
     proposed_arguments_pretty = json_display("proposed_arguments", "Proposed arguments")
     edited_arguments_pretty = json_display("edited_arguments", "Edited arguments")
     fields = [
-        "action_type", "action_description", "proposed_arguments_pretty",
+        "inbox_link", "action_type", "action_description", "proposed_arguments_pretty",
         "edited_arguments_pretty", "risk_level", "risk_explanation", "risk_rule", "status",
         "agent", "site", "execution", "tool_call", "decided_by", "decided_at",
         "decision_reason", "expires_at", "created_at",
@@ -77,35 +76,13 @@ class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     def execution_link(self, obj: Approval) -> SafeString | str:
         return run_link(obj.execution)
 
-    def has_decide_permission(self, request: HttpRequest) -> bool:
-        return self.has_module_permission(request) and has_role(request, DECIDE_ROLES)
-
-    def _decide(self, request: HttpRequest, queryset: QuerySet[Approval], approve: bool) -> None:
-        decided, refused = 0, []
-        verb = "Approved" if approve else "Denied"
-        for approval in queryset:
-            try:
-                approval_decide(
-                    approval=approval,
-                    approve=approve,
-                    user_id=request.user.pk,
-                    reason=f"{verb} in the admin by {request.user}.",
-                )
-            except ApplicationError as exc:
-                refused.append(f"{approval.action_type}: {exc.message}")
-            else:
-                decided += 1
-        self.message_user(request, f"{verb} {decided} approval(s).", messages.SUCCESS)
-        if refused:
-            self.message_user(request, " ".join(refused), messages.WARNING)
-
-    @admin.action(description="Approve selected (the tool then runs)", permissions=["decide"])
-    def approve(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
-        self._decide(request, queryset, approve=True)
-
-    @admin.action(description="Deny selected (the run is cancelled)", permissions=["decide"])
-    def deny(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
-        self._decide(request, queryset, approve=False)
+    @admin.display(description="Inbox")
+    def inbox_link(self, obj: Approval) -> SafeString:
+        """Where the approval is decided (or, once settled, how it went)."""
+        pending = obj.status == ApprovalStatus.PENDING
+        text = "Decide in the inbox" if pending else "Open in the inbox"
+        url = reverse("approvals_inbox:approval", args=[obj.pk])
+        return format_html('<a class="text-primary-600 font-medium" href="{}">{}</a>', url, text)
 
 
 class RiskRuleForm(forms.ModelForm[RiskRule]):

@@ -139,3 +139,100 @@ class Approval(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.action_type} ({self.status})"
+
+
+class QuestionKind(models.TextChoices):
+    QUESTION = "question", "Question"  # the agent asked (the ask_user tool)
+    CORRECTION = "correction", "Help after failures"  # a tool failed max_corrections times
+
+
+class QuestionStatus(models.TextChoices):
+    """Seed 000 ``agent_clarifications.status``; ``cancelled`` when the run ended first."""
+
+    PENDING = "pending", "Pending"
+    ANSWERED = "answered", "Answered"
+    SKIPPED = "skipped", "Stopped"  # a correction answered "stop": the run ended
+    TIMED_OUT = "timed_out", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class CorrectionChoice(models.TextChoices):
+    """The answers a correction question offers (seed 000: "pause, show error, ask for help")."""
+
+    RETRY = "retry", "Retry with a hint"
+    STOP = "stop", "Stop the run"
+
+
+class Question(AgencyOwnedModel):
+    """A run waiting for a person's answer (seed 000 ``agent_clarifications``): a question the
+    agent asked with ``ask_user``, or, for a ``correction``, the errors of a tool that kept
+    failing. The run waits in ``waiting_input`` holding no worker; the answer resumes it."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="questions")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="questions")
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
+    # The ask_user call the answer is the result of (seed: related_action_id); none for a
+    # correction, whose failed calls are recorded with their steps.
+    tool_call = models.ForeignKey(
+        ToolCall, null=True, blank=True, on_delete=models.CASCADE, related_name="questions"
+    )
+
+    kind = models.CharField(max_length=12, choices=QuestionKind.choices)
+    question = models.TextField()
+    question_type = models.CharField(max_length=50, blank=True)  # seed: 'missing_info', ...
+    options = models.JSONField(default=list, blank=True)  # answers to pick from
+    allow_other = models.BooleanField(default=True)  # any text, not only one of the options
+    triggered_by = models.TextField(blank=True)  # what caused the need to ask
+    # What the person needs to judge: a correction's failed calls (tool, arguments, error).
+    context = models.JSONField(default=dict, blank=True)
+
+    status = models.CharField(
+        max_length=10, choices=QuestionStatus.choices, default=QuestionStatus.PENDING
+    )
+    user_response = models.TextField(blank=True)
+    responded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    response_timestamp = models.DateTimeField(null=True, blank=True)
+    resolution_action = models.TextField(blank=True)  # what the run did with the answer
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # Seed: idx_clarifications_pending; also what the expiry job scans.
+            models.Index(
+                fields=["expires_at"],
+                name="approvals_question_pending_idx",
+                condition=models.Q(status="pending"),
+            ),
+            models.Index(fields=["execution"], name="approvals_question_exec_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=QuestionStatus.values),
+                name="approvals_question_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=QuestionKind.values),
+                name="approvals_question_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(status__in=["answered", "skipped"])
+                | models.Q(response_timestamp__isnull=False),
+                name="approvals_question_answer_consistent",
+            ),
+            # A run waits for one answer at a time.
+            models.UniqueConstraint(
+                fields=["execution"],
+                condition=models.Q(status="pending"),
+                name="approvals_question_one_pending_per_run",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question[:60]} ({self.status})"

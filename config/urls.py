@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from approvals.inbox.views import admin_index
 from core.views import healthz
 from live.views import site_root
 
@@ -8,6 +9,9 @@ urlpatterns = [
     path("", site_root, name="site-root"),  # "View site": the staff home (the admin index)
     path("healthz", healthz, name="healthz"),
     path("live/", include("live.urls")),
+    path("approvals/", include("approvals.inbox.urls")),  # the approvers' inbox
+    # The admin index, where an approver is sent on to the inbox (ahead of the admin's own).
+    path("admin/", admin.site.admin_view(admin_index), name="admin-index-landing"),
     path("admin/", admin.site.urls),
     path("api/", include("config.api_urls")),
 ]

@@ -11,7 +11,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 
-from core.admin_scoping import request_membership
+from core.admin_scoping import is_member, request_membership
+from core.models import Role
 
 # (title, Material Symbols icon, model label); the icon font is served by unfold, no CDN.
 Item = tuple[str, str, str]
@@ -98,8 +99,10 @@ GROUPS: list[tuple[str, list[Item]]] = [
 ]
 # Groups folded until one of their pages is open: looked at less often.
 COLLAPSIBLE = frozenset({"Run traces", "Schedules"})
-# The staff home (the admin index, live/) with what waits for a person beside it.
-HOME = {"title": "Home", "icon": "home", "badge": "live.views.waiting_badge"}
+# The staff home (the admin index, live/).
+HOME = {"title": "Home", "icon": "home"}
+# The approvers' inbox (approvals/inbox/), with the count of what waits for a person.
+INBOX = {"title": "Inbox", "icon": "inbox", "badge": "live.views.waiting_badge"}
 
 
 def _changelist(label: str, request: HttpRequest) -> str | None:
@@ -121,7 +124,16 @@ def _changelist(label: str, request: HttpRequest) -> str | None:
 
 def sidebar_navigation(request: HttpRequest) -> list[dict[str, Any]]:
     """``UNFOLD["SIDEBAR"]["navigation"]``: the groups with the items this user may open."""
-    groups: list[dict[str, Any]] = [{"items": [{**HOME, "link": reverse("admin:index")}]}]
+    home = reverse("admin:index")
+    membership = request_membership(request)
+    if membership is not None and membership.role == Role.APPROVER:
+        home += "?home"  # the index sends approvers on to the inbox (approvals.inbox.views)
+    top: list[dict[str, Any]] = [{**HOME, "link": home}]
+    if is_member(request):
+        inbox = reverse("approvals_inbox:list")
+        # unfold marks a link active when its path is in the page's: /admin/approvals/ too.
+        top.append({**INBOX, "link": inbox, "active": request.path.startswith(inbox)})
+    groups: list[dict[str, Any]] = [{"items": top}]
     for title, items in GROUPS:
         entries = []
         for name, icon, label in items:

@@ -76,6 +76,7 @@ class Waiting(TypedDict):
     """What a parked run waits for: an approval to decide, a question to answer, a timer."""
 
     approval_id: str | None
+    question_id: str | None  # a question (ask_user, or help after failures) waiting
     tool_name: str
     input_request: dict[str, Any]
     wait_until: str | None

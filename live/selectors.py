@@ -45,6 +45,7 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
         )
         waiting = {
             "approval_id": str(approval.id) if approval else None,
+            "question_id": (execution.input_request or {}).get("question_id"),
             "tool_name": approval.action_type if approval else "",
             "input_request": execution.input_request or {},
             "wait_until": protocol.iso(execution.wait_until),

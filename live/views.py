@@ -13,19 +13,20 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from core.admin_scoping import request_membership
+from core.api.permissions import APPROVE_ROLES
 from core.models import Agency, Role
 from live import home
 from usage.charts import usage_charts
 
 SESSION_AGENCY = "live_home_agency"
-# Who may decide approvals (approvals/admin.py DECIDE_ROLES): they get the queue's links.
-DECIDE_ROLES = frozenset({Role.ADMIN, Role.APPROVER})
+# Who may decide approvals and answer questions: they get the inbox's links.
+DECIDE_ROLES = APPROVE_ROLES
 
 
 def _agency_by_id(value: str) -> Agency | None:
@@ -177,3 +178,11 @@ def waiting_badge(request: HttpRequest) -> str | None:
     with home.home_scope(agency):
         total = home.waiting_counts(agency=agency).total
     return str(total) if total else None
+
+
+def waiting_count(request: HttpRequest) -> JsonResponse:
+    """What the sidebar badge shows, for the page's script to update it live
+    (live/static/live/notifications.js)."""
+    response = JsonResponse({"count": int(waiting_badge(request) or 0)})
+    response["Cache-Control"] = "no-store"
+    return response

@@ -22,7 +22,7 @@ from tests.agents.factories import (
     StateTransitionFactory,
     TriggerLogFactory,
 )
-from tests.approvals.factories import ApprovalFactory, RiskRuleFactory
+from tests.approvals.factories import ApprovalFactory, QuestionFactory, RiskRuleFactory
 from tests.core.factories import EventFactory
 from tests.crm.factories import (
     CalendarEventFactory,
@@ -68,6 +68,8 @@ ENUM_COLUMNS: list[tuple[Callable[..., Any], str]] = [
     (RiskRuleFactory, "risk_level"),
     (ApprovalFactory, "status"),
     (ApprovalFactory, "risk_level"),
+    (QuestionFactory, "kind"),
+    (QuestionFactory, "status"),
     (ModelPriceFactory, "provider"),
     (ContactFactory, "status"),
     (ContactFactory, "source"),

@@ -29,14 +29,19 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from agents.llm import ToolCall as LLMToolCall
-from approvals.models import Approval, ApprovalStatus
+from agents.models import Agent
+from approvals import questions
+from approvals.describe import describe_action
+from approvals.models import Approval, ApprovalStatus, Question, QuestionKind, QuestionStatus
 from approvals.risk import RiskDecision, assess_risk
+from approvals.services import approval_requested, expiry_for
 from core import fastdb
 from core.storable import storable_json
 from tools import access, ratelimit, registry, selectors
-from tools.handlers import ToolContext, ToolError, ToolResult
+from tools.handlers import HumanQuestion, ToolContext, ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
 from tools.validation import describe_argument_errors, validate_arguments
+from usage import services as usage_services
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +66,11 @@ class ToolOutcome:
     output: dict[str, Any]
     status: str
     park_until: datetime.datetime | None = None
-    approval: Approval | None = None  # set when the call now waits for a human
+    approval: Approval | None = None  # set when the call now waits for a human's decision
+    question: Question | None = None  # set when the call now waits for a human's answer
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     replayed: bool = False  # the call had already run: its recorded result was returned
+    ask: HumanQuestion | None = None  # the handler asks a person (ask_user)
 
     @property
     def is_error(self) -> bool:
@@ -104,10 +111,10 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
     )
     approval: Approval | None = None
     if existing is not None:
-        if existing.status != ToolCallStatus.WAITING_APPROVAL:
-            # Ran already (a resumed run): never run it twice, give the model the same result.
-            return ToolOutcome(output=existing.output or {}, status=existing.status, replayed=True)
-        approval = Approval.objects.filter(tool_call=existing).order_by("-created_at").first()
+        found = _seen_before(request, existing, step_id)
+        if isinstance(found, ToolOutcome):
+            return found
+        approval = found
 
     policy = request.tools.get(call.name)
     arguments = call.arguments
@@ -146,21 +153,17 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
         if decision.needs_approval and approval is None:
             # No step yet: the act step is written when the call finally runs or is refused.
             return _park_for_approval(request, policy, decision, key)
-        if approval is not None and approval.status != ApprovalStatus.APPROVED:
-            outcome = ToolOutcome(
-                _error(
-                    "approval_denied",
-                    f"A human {approval.status} this action"
-                    + (f": {approval.decision_reason}" if approval.decision_reason else "."),
-                ),
-                ToolCallStatus.DENIED,
-            )
+        refused = None if approval is None else _refused_after_decision(request, approval)
+        if refused is not None:
+            outcome = refused
         else:
-            if approval is not None and approval.edited_arguments is not None:
-                arguments = approval.edited_arguments
+            edited = approval.edited_arguments if approval is not None else None
+            arguments = arguments if edited is None else edited  # the approver's edit wins
             started = time.perf_counter()
             outcome = _run_handler(request, key, arguments)
             seconds = time.perf_counter() - started
+            if outcome.ask is not None:  # ask_user: the run now waits for the answer
+                return _park_for_answer(request, policy, key, outcome.ask, existing=existing)
     _record(
         request,
         policy=policy,
@@ -172,6 +175,19 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
         existing=existing,
     )
     return outcome
+
+
+def _seen_before(
+    request: CallRequest, existing: ToolCall, step_id: uuid.UUID | None
+) -> ToolOutcome | Approval | None:
+    """A call recorded by an earlier delivery of the run: its outcome when it is settled (it ran,
+    or its question was answered), else the approval it waited for (to run it now, once)."""
+    if existing.status == ToolCallStatus.WAITING_INPUT:
+        return _answered(request, existing, step_id)
+    if existing.status != ToolCallStatus.WAITING_APPROVAL:
+        # Ran already (a resumed run): never run it twice, give the model the same result.
+        return ToolOutcome(output=existing.output or {}, status=existing.status, replayed=True)
+    return Approval.objects.filter(tool_call=existing).order_by("-created_at").first()
 
 
 def _not_offered(request: CallRequest) -> ToolOutcome:
@@ -297,6 +313,7 @@ def _run_handler(request: CallRequest, key: str, arguments: dict[str, Any]) -> T
             ToolCallStatus.COMPLETED,
             park_until=result.park_until,
             after_commit=list(result.after_commit),
+            ask=result.ask,
         )
     return ToolOutcome(storable_json(result), ToolCallStatus.COMPLETED)
 
@@ -344,17 +361,147 @@ def _park_for_approval(
         tool_call=tool_call,
         risk_rule_id=decision.rule_id,
         action_type=call.name,
-        action_description=decision.describe(call.name, call.arguments),
+        action_description=describe_action(call.name, call.arguments),
         proposed_arguments=call.arguments,
         risk_level=decision.risk_level,
         risk_explanation=decision.reason,
-        expires_at=timezone.now() + datetime.timedelta(hours=24),
+        expires_at=expiry_for(_agent(request)),
     )
+    approval_requested(approval)
     return ToolOutcome(
         {"status": "waiting_approval", "approval_id": str(approval.id)},
         ToolCallStatus.WAITING_APPROVAL,
         approval=approval,
     )
+
+
+def _agent(request: CallRequest) -> Agent:
+    return Agent.objects.only("human_timeout_minutes").get(pk=request.agent_id)
+
+
+def _refused_after_decision(request: CallRequest, approval: Approval) -> ToolOutcome | None:
+    """Why a call that waited for a decision does not run now: a person did not approve it
+    (denied, and the run goes on), or it may no longer run (:func:`_recheck`)."""
+    if approval.status != ApprovalStatus.APPROVED:
+        return ToolOutcome(
+            _error(
+                "approval_denied",
+                f"A human {approval.status} this action"
+                + (f": {approval.decision_reason}" if approval.decision_reason else "."),
+            ),
+            ToolCallStatus.DENIED,
+        )
+    return _recheck(request)
+
+
+def _recheck(request: CallRequest) -> ToolOutcome | None:
+    """An approved call, about to run: may it still? The agent's tool patterns, the tool and the
+    agency's modules as they are now (the approval may have waited hours, and a policy change
+    meanwhile wins), and some of today's budget left. A refusal ends the call as not run, with
+    the reason, for the model and on the approval's page. (A deactivated agent, site or agency
+    ends the run at its claim, before this.)"""
+    name = request.call.name
+    access_now = selectors.tool_access_now(
+        agency_id=request.agency_id, agent_id=request.agent_id, tool_name=name
+    )
+    if access_now is None or not access_now.allowed:
+        why = access_now.message if access_now is not None else f"{name!r} is no longer active."
+        return ToolOutcome(
+            _error(
+                "approval_recheck_failed",
+                f"Approved, but not run: the tool is no longer allowed for this agent ({why})",
+            ),
+            ToolCallStatus.DENIED,
+        )
+    if usage_services.budget_exhausted(request.agency_id):
+        return ToolOutcome(
+            _error(
+                "approval_recheck_failed",
+                "Approved, but not run: the agency's daily budget is exhausted.",
+            ),
+            ToolCallStatus.DENIED,
+        )
+    return None
+
+
+def _park_for_answer(
+    request: CallRequest,
+    policy: ToolPolicy,
+    key: str,
+    ask: HumanQuestion,
+    *,
+    existing: ToolCall | None,
+) -> ToolOutcome:
+    """The ask_user call waits (no step yet: it is written with the answer as its result).
+    ``existing``: its row, when the question itself first waited for an approval."""
+    call = request.call
+    if existing is not None:
+        existing.status = ToolCallStatus.WAITING_INPUT
+        existing.save(update_fields=["status", "updated_at"])
+        tool_call = existing
+    else:
+        tool_call = ToolCall.objects.create(
+            agency_id=request.agency_id,
+            agent_id=request.agent_id,
+            tool_id=policy.get("tool_id"),
+            tool_name=call.name,
+            execution_id=request.execution_id,
+            tool_call_id=call.id,
+            idempotency_key=key,
+            input=call.arguments,
+            status=ToolCallStatus.WAITING_INPUT,
+            started_at=timezone.now(),
+        )
+    question = questions.question_create(
+        execution_id=request.execution_id,
+        agency_id=request.agency_id,
+        site_id=request.site_id,
+        agent_id=request.agent_id,
+        kind=QuestionKind.QUESTION,
+        question=ask.question,
+        options=ask.options,
+        allow_other=ask.allow_other,
+        question_type=ask.question_type,
+        triggered_by=f"{call.name} (the agent asked)",
+        tool_call=tool_call,
+    )
+    return ToolOutcome(
+        {"status": "waiting_input", "question_id": str(question.id)},
+        ToolCallStatus.WAITING_INPUT,
+        question=question,
+    )
+
+
+def _answered(request: CallRequest, existing: ToolCall, step_id: uuid.UUID | None) -> ToolOutcome:
+    """A resumed ask_user call: the person's answer is its result (or, still unanswered — a
+    delivery that came early — the run waits again)."""
+    question = Question.objects.filter(tool_call=existing).order_by("-created_at").first()
+    if question is not None and question.status == QuestionStatus.PENDING:
+        return ToolOutcome(
+            {"status": "waiting_input", "question_id": str(question.id)},
+            ToolCallStatus.WAITING_INPUT,
+            question=question,
+        )
+    if question is not None and question.status == QuestionStatus.ANSWERED:
+        outcome = ToolOutcome(
+            {"answer": question.user_response},
+            ToolCallStatus.COMPLETED,
+        )
+    else:
+        outcome = ToolOutcome(
+            _error("not_answered", "Nobody answered the question."), ToolCallStatus.FAILED
+        )
+    _record(
+        request,
+        policy=request.tools.get(request.call.name),
+        key=existing.idempotency_key,
+        arguments=existing.input or {},
+        outcome=outcome,
+        seconds=0.0,
+        step_id=step_id,
+        existing=existing,
+    )
+    return outcome
 
 
 def _record(

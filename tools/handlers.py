@@ -31,6 +31,17 @@ class ToolContext:
 
 
 @dataclass(frozen=True)
+class HumanQuestion:
+    """A question the run waits on (the ``ask_user`` tool): the person's answer becomes the
+    call's result when the run resumes."""
+
+    question: str
+    options: list[str] = field(default_factory=list)
+    allow_other: bool = True  # any text, not only one of the options
+    question_type: str = ""
+
+
+@dataclass(frozen=True)
 class ToolResult:
     """A handler's result when it needs more than an output dict."""
 
@@ -39,6 +50,8 @@ class ToolResult:
     park_until: datetime.datetime | None = None
     # Work to do after the transaction commits (e.g. hand an email to the mail backend).
     after_commit: list[Callable[[], None]] = field(default_factory=list)
+    # The execution waits for a person's answer, which then replaces ``output`` as the result.
+    ask: HumanQuestion | None = None
 
 
 class ToolError(Exception):

@@ -93,6 +93,7 @@ class Tool(AgencyOwnedModel):
 class ToolCallStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     WAITING_APPROVAL = "waiting_approval", "Waiting for approval"
+    WAITING_INPUT = "waiting_input", "Waiting for an answer"  # ask_user's question
     RUNNING = "running", "Running"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
 from agents.llm import Usage
@@ -119,6 +120,17 @@ def budget_reserve(*, agency_id: uuid.UUID, amount: Decimal) -> tuple[bool, uuid
             [amount, budget_id, amount],
         )
         return cursor.rowcount == 1, budget_id
+
+
+def budget_exhausted(agency_id: uuid.UUID) -> bool:
+    """Whether today's budget has nothing left (spent and reserved reach the limit); ``False``
+    without a budget. Off the hot path: for an approved action about to run after a wait."""
+    budget_id = _today_budget_id(agency_id, timezone.localdate())
+    if budget_id is None:
+        return False
+    return Budget.objects.filter(
+        pk=budget_id, limit_usd__lte=F("used_usd") + F("reserved_usd")
+    ).exists()
 
 
 def budget_settle(*, budget_id: uuid.UUID, reserved: Decimal, cost: Decimal) -> None:

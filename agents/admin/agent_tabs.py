@@ -91,6 +91,13 @@ FIELDSETS: _FieldsetSpec = [
             ],
         },
     ),
+    (
+        "People in the loop",
+        {
+            "classes": TAB,
+            "fields": ["human_timeout_minutes", "max_corrections", "deny_may_continue"],
+        },
+    ),
     ("Memory", {"classes": TAB, "fields": ["memory_display"]}),
     (STATS, {"classes": TAB, "fields": list(STATS_FIELDS)}),
 ]

@@ -66,6 +66,10 @@ class AgentTemplateAdmin(SharedRowsAdmin):
                 ]
             },
         ),
+        (
+            "People in the loop",
+            {"fields": ["human_timeout_minutes", "max_corrections", "deny_may_continue"]},
+        ),
         ("Triggers", {"fields": ["trigger_events", "trigger_schedule", "trigger_conditions"]}),
         (
             "More",

@@ -39,6 +39,7 @@ POSITIVE_FIELDS = (
     "timeout_seconds",
     "max_runs_per_hour",
     "max_runs_per_day",
+    "human_timeout_minutes",
 )
 AGENT_WRITE_FIELDS = [
     "name",
@@ -61,6 +62,8 @@ AGENT_WRITE_FIELDS = [
     "llm_model",
     "temperature",
     *POSITIVE_FIELDS,
+    "max_corrections",
+    "deny_may_continue",
     "allowed_tools",
     "denied_tools",
     "is_active",

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from core.models import AgencyOwnedModel, Site
@@ -28,6 +29,10 @@ class ProviderName(models.TextChoices):
     ANTHROPIC = "anthropic", "Anthropic"
     # Any server speaking the OpenAI Chat Completions API (Ollama, vLLM, llama.cpp, ...).
     OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible (local)"
+
+
+MAX_HUMAN_TIMEOUT_MINUTES = 30 * 24 * 60  # 30 days
+MAX_CORRECTIONS = 100
 
 
 def _positive(field: str, name: str) -> models.CheckConstraint:
@@ -77,6 +82,25 @@ class AgentConfig(models.Model):
     allowed_tools = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     denied_tools = ArrayField(models.CharField(max_length=100), default=list, blank=True)
 
+    # Human in the loop (seed 004 approvals, seed 000 clarifications and self-correction).
+    human_timeout_minutes = models.PositiveIntegerField(
+        default=24 * 60,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_HUMAN_TIMEOUT_MINUTES)],
+        help_text="How long an approval or a question waits for a person before it expires; "
+        "the action is then never run and the run ends.",
+    )
+    max_corrections = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MaxValueValidator(MAX_CORRECTIONS)],
+        help_text="After this many failures of the same tool in one run, the run pauses and "
+        "asks a person (retry with a hint, or stop). 0: never ask, the model keeps trying.",
+    )
+    deny_may_continue = models.BooleanField(
+        default=False,
+        help_text="An approver who denies an action may let the run continue (the agent is "
+        "told no) instead of cancelling it.",
+    )
+
     class Meta:
         abstract = True
         constraints = [
@@ -96,6 +120,7 @@ class AgentConfig(models.Model):
             _positive("max_steps_per_run", "%(app_label)s_%(class)s_max_steps_positive"),
             _positive("max_tool_calls_per_step", "%(app_label)s_%(class)s_max_tool_calls_positive"),
             _positive("timeout_seconds", "%(app_label)s_%(class)s_timeout_positive"),
+            _positive("human_timeout_minutes", "%(app_label)s_%(class)s_human_timeout_positive"),
             _positive("max_runs_per_hour", "%(app_label)s_%(class)s_runs_per_hour_positive"),
             _positive("max_runs_per_day", "%(app_label)s_%(class)s_runs_per_day_positive"),
         ]

@@ -44,6 +44,8 @@ class StopReason(models.TextChoices):
     QUOTA_EXCEEDED = "quota_exceeded", "Period quota exceeded"
     APPROVAL_DENIED = "approval_denied", "Approval denied"
     APPROVAL_EXPIRED = "approval_expired", "Approval expired"
+    QUESTION_EXPIRED = "question_expired", "Question unanswered"
+    TOOL_FAILURES = "tool_failures", "Stopped after repeated tool failures"
     CANCELLED = "cancelled", "Cancelled"
     ERROR = "error", "Error"
 

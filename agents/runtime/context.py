@@ -153,3 +153,31 @@ def rebuild_messages(
             (held if unanswered else messages).append(Message.user(step.input_text))
     pending = [call for call in last_calls if call.id not in answered]
     return Resumed(messages, pending, held)
+
+
+def last_calls_failed(messages: list[Message]) -> list[dict[str, Any]]:
+    """The failed calls of the last reply that called tools, when the model answers after it
+    (a final answer that follows failures is marked so in the run's result, not passed off as
+    a clean completion): tool name, error code and message."""
+    failed: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for message in reversed(messages):
+        if message.role == "tool":
+            if message.is_error:
+                failed.append({"tool_call_id": message.tool_call_id, **_error_of(message)})
+        elif message.tool_calls:
+            names = {call.id: call.name for call in message.tool_calls}
+            break
+        elif message.role == "assistant":
+            break
+    for entry in failed:
+        entry["tool"] = names.get(entry.pop("tool_call_id") or "", "")
+    return list(reversed(failed))
+
+
+def _error_of(message: Message) -> dict[str, Any]:
+    try:
+        error = json.loads(message.content).get("error") or {}
+    except (ValueError, AttributeError):
+        error = {}
+    return {"code": str(error.get("code", "")), "message": str(error.get("message", ""))[:500]}

@@ -39,6 +39,7 @@ from agents.runtime import provider_limits, store, streaming
 from agents.runtime.context import (
     ConfigSnapshot,
     initial_messages,
+    last_calls_failed,
     rebuild_messages,
     think_payload,
     tool_definitions,
@@ -52,10 +53,13 @@ from agents.services.executions import (
     execution_cancel,
     schedule_wake,
 )
+from approvals import questions
+from approvals.models import CorrectionChoice, QuestionKind
 from core import tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
 from tools.executor import CallRequest, execute_tool_call
+from tools.models import ToolCallStatus
 from usage import services as usage_services
 from usage.pricing import Price, price_for
 
@@ -251,7 +255,9 @@ class _Run:
             crash_point("model_replied")
             completion = self._unique_call_ids(completion)
             reply = completion.to_message()
-            ended = self._think(completion, reply, price, reservation, started)
+            # (only a final answer needs them: a list walk back to the last tool-calling reply)
+            failures = [] if completion.tool_calls else last_calls_failed(messages)
+            ended = self._think(completion, reply, price, reservation, started, failures=failures)
             crash_point("think_committed")
             provider_limits.settle(limits, slot, completion.usage.total_tokens)
             messages.append(reply)
@@ -415,8 +421,11 @@ class _Run:
         price: Price,
         reservation: tuple[uuid.UUID, Decimal] | bool,
         started: float,
+        *,
+        failures: list[dict[str, Any]],
     ) -> str | None:
-        """Persist the model's reply; returns the run's final status when it was the last."""
+        """Persist the model's reply; returns the run's final status when it was the last.
+        ``failures``: the failed calls of the reply before a final answer."""
         cost = price.cost(completion.usage)
         final = not completion.tool_calls
         # A reply that only adds rows (no final answer to finish, no budget to settle) is
@@ -470,6 +479,12 @@ class _Run:
                     stop_reason=StopReason.FINAL_ANSWER,
                     output=completion.text,
                 )
+                if failures:  # answered, but after tool calls that failed: say so
+                    self.execution.result = {
+                        **(self.execution.result or {}),
+                        "last_tool_calls_failed": failures,
+                    }
+                    tx.changed.add("result")
             crash_point("think_uncommitted")
         return self.execution.status if final else None
 
@@ -487,6 +502,7 @@ class _Run:
         limit = self.snapshot["max_tool_calls_per_step"]
         parked: str | None = None  # set (and the loop left) when a call parks the run
         for index, call in enumerate(calls, start=first):
+            failed = False  # the call ran and failed (what self-correction counts)
             stop = self._should_stop()
             if stop is not None:
                 return stop
@@ -520,7 +536,16 @@ class _Run:
                         )
                         parked = ExecutionStatus.WAITING_APPROVAL
                         break  # leaves the with block (it commits) and the loop
+                    if outcome.question is not None:  # ask_user: the answer is its result
+                        tx.park(
+                            ExecutionStatus.WAITING_INPUT,
+                            reason=f"{call.name}: waiting for a person's answer",
+                            input_request=questions.input_request_for(outcome.question),
+                        )
+                        parked = ExecutionStatus.WAITING_INPUT
+                        break
                     output, park_until = outcome.output, outcome.park_until
+                    failed = outcome.status == ToolCallStatus.FAILED and not outcome.replayed
                     for callback in outcome.after_commit:
                         transaction.on_commit(callback)
                     if not outcome.replayed:
@@ -550,9 +575,44 @@ class _Run:
             messages.append(tool_result_message(call.id, output))
             if park_until is not None:
                 return self._parked(ExecutionStatus.WAITING_INPUT)
+            if failed and self._ask_for_help(call.name):
+                return self._parked(ExecutionStatus.WAITING_INPUT)
         if parked is not None:  # the approval gate parked the run; its transaction committed
             return self._parked(parked)
         return None
+
+    def _ask_for_help(self, tool_name: str) -> bool:
+        """Self-correction (seed 000: "max 3 attempts then human"): once the same tool has
+        failed ``max_corrections`` times in this run (since a person last gave a hint about it),
+        the run waits for a person — retry with a hint, or stop — instead of trying on. Only
+        after a failure, so a run whose calls succeed makes no query for it."""
+        limit = self.agent.max_corrections
+        if not limit:
+            return False
+        self._settle()
+        with tenancy.agency_context(self.execution.agency_id):
+            failures = questions.failures_since_last_help(self.execution.id, tool_name)
+        if len(failures) < limit:
+            return False
+        with store.step_transaction(self.execution, self.worker) as tx:
+            question = questions.question_create(
+                execution_id=self.execution.id,
+                agency_id=self.execution.agency_id,
+                site_id=self.execution.site_id,
+                agent_id=self.execution.agent_id,
+                kind=QuestionKind.CORRECTION,
+                question=questions.correction_question(tool_name, failures),
+                options=[c.value for c in CorrectionChoice],
+                question_type="correction",
+                triggered_by=f"{tool_name} failed {len(failures)} times",
+                context=questions.correction_context(tool_name, failures),
+            )
+            tx.park(
+                ExecutionStatus.WAITING_INPUT,
+                reason=f"{tool_name} failed {len(failures)} times: asking a person",
+                input_request=questions.input_request_for(question),
+            )
+        return True
 
     def _request(
         self, call: ToolCall, resumed: bool, *, insert: Callable[[Any], None]

@@ -54,10 +54,10 @@ _UPDATABLE = (
     "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost_usd", "llm_call_count",
     "tool_call_count", "lease_owner", "lease_expires_at", "output", "error", "error_details",
     "completed_at", "duration_ms", "wait_until", "input_request", "attempts", "started_at",
-    "config_snapshot", "budget_reservation",
+    "config_snapshot", "budget_reservation", "result",
 )  # fmt: skip
 _JSON_COLUMNS = frozenset(
-    {"error_details", "input_request", "config_snapshot", "budget_reservation"}
+    {"error_details", "input_request", "config_snapshot", "budget_reservation", "result"}
 )
 
 

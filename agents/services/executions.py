@@ -33,6 +33,7 @@ from core.models import Event
 
 logger = logging.getLogger(__name__)
 WAKE_TASK = "agents.wake_execution"  # agents.tasks.wake_execution
+RUN_TASK = "agents.run_execution"  # agents.tasks.run_execution
 WAKE_JITTER_MS = 500
 
 
@@ -44,16 +45,16 @@ def enqueue_execution(execution: Execution, *, queue: str | None = None) -> None
     and beat's reaper delivers it after AGENTDESK_PENDING_REDELIVER_SECONDS. Raised, it would
     turn a started run into an error for the caller, whose retry would start it a second time.
     """
-    from agents.tasks import run_execution  # noqa: PLC0415 - tasks import this module
+    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
 
     execution_id, agency_id = str(execution.id), str(execution.agency_id)
     options = {"queue": queue} if queue else {}
 
     def deliver() -> None:
         try:
-            run_execution.apply_async(
-                args=[execution_id], kwargs={"agency_id": agency_id}, **options
-            )
+            # By name, not by importing agents.tasks: the tasks import the runtime, which
+            # imports this module (no import cycle).
+            app.send_task(RUN_TASK, args=[execution_id], kwargs={"agency_id": agency_id}, **options)
         except Exception:
             logger.exception(
                 "execution %s: could not be sent to a worker; it stays pending and the reaper "
@@ -256,17 +257,26 @@ def skipped_trigger(agent: Agent) -> TriggerLog | None:
 
 
 def cancel_pending_decisions(execution: Execution) -> None:
-    """A run that ends while a tool call waits for a human: the call and its approval request
-    are cancelled with it, so the queue shows nothing left to decide."""
-    from approvals.models import Approval, ApprovalStatus  # noqa: PLC0415
+    """A run that ends while it waits for a human: its waiting tool calls, approval requests and
+    questions are cancelled with it, so the inbox shows nothing left to decide."""
+    from approvals.models import Approval, ApprovalStatus, Question, QuestionStatus  # noqa: PLC0415
     from tools.models import ToolCall, ToolCallStatus  # noqa: PLC0415
 
     now = timezone.now()
     ToolCall.objects.filter(
-        execution_id=execution.id, status=ToolCallStatus.WAITING_APPROVAL
-    ).update(status=ToolCallStatus.CANCELLED, updated_at=now)
+        execution_id=execution.id,
+        status__in=[ToolCallStatus.WAITING_APPROVAL, ToolCallStatus.WAITING_INPUT],
+    ).update(
+        status=ToolCallStatus.CANCELLED,
+        error="The run ended before this call ran.",
+        error_code="run_ended",
+        updated_at=now,
+    )
     Approval.objects.filter(execution_id=execution.id, status=ApprovalStatus.PENDING).update(
         status=ApprovalStatus.CANCELLED, updated_at=now
+    )
+    Question.objects.filter(execution_id=execution.id, status=QuestionStatus.PENDING).update(
+        status=QuestionStatus.CANCELLED, resolution_action="run ended first", updated_at=now
     )
 
 
@@ -352,8 +362,9 @@ def execution_resume_due(execution: Execution, *, now: datetime.datetime) -> Exe
         )
 
 
-def execution_resume(*, execution: Execution, observation: str, reason: str) -> Execution:
-    """A waiting run becomes pending again, with what it waited for as a new observation.
+def execution_resume(*, execution: Execution, observation: str | None, reason: str) -> Execution:
+    """A waiting run becomes pending again, with what it waited for as a new observation (none:
+    what it waited for is a tool call's result, which the resumed run reads).
 
     For answered questions and decisions (a timer's end: execution_resume_due). Precondition:
     agency context.

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 import django_stubs_ext
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from django.templatetags.static import static
 
 from config.env import env, service_urls
 
@@ -170,6 +171,9 @@ UNFOLD: dict[str, Any] = {
     "SITE_HEADER": "AgentDesk",
     "SITE_SYMBOL": "smart_toy",
     "SITE_SUBHEADER": "core.admin_navigation.site_subheader",  # the agency and the role
+    # Every admin page: live notifications (what waits for a person) and the Inbox badge.
+    "SCRIPTS": [lambda request: static("live/notifications.js")],
+    "STYLES": [lambda request: static("live/notifications.css")],
     "SIDEBAR": {
         "show_search": True,
         "show_all_applications": False,
@@ -216,7 +220,17 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.deliver_stranded_emails",
         "schedule": 60.0,
     },
+    # Approvals and questions past their expires_at (agents' human_timeout_minutes) expire.
+    "expire-waiting-decisions": {
+        "task": "approvals.expire_waiting",
+        "schedule": env.float("AGENTDESK_EXPIRY_INTERVAL_SECONDS", default=30.0),
+    },
 }
+# Where people reach this platform: the links in e-mails (approvals waiting for a decision).
+AGENTDESK_BASE_URL = env.str("AGENTDESK_BASE_URL", default="http://localhost:8000")
+# E-mail the agency's admins and approvers when an approval or a question waits for them
+# (through EMAIL_BACKEND); in the app they are notified either way.
+AGENTDESK_NOTIFY_BY_EMAIL = env.bool("AGENTDESK_NOTIFY_BY_EMAIL", default=True)
 # An outbox message still queued this long after it was written lost its sender (the worker died
 # between the commit and the send); beat's sweeper sends it.
 AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS = env.int("AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS", default=120)

@@ -66,7 +66,15 @@ AGENTS: list[AgentSpec] = [
         "alex",
         "assistant",
         "Personal assistant: finds the contact, logs the request as a note and creates a "
-        "follow-up task.",
+        "follow-up task; asks a person first when the request names nobody it can find.",
+        allowed_tools=[
+            "crm_*",
+            "email_draft",
+            "calendar_*",
+            "task_create",
+            "data_query",
+            "ask_user",
+        ],
     ),
     _agent(
         "bi-agent",

@@ -45,6 +45,8 @@ def agent_form(site: Site, **overrides: str) -> dict[str, str]:
         "timeout_seconds": "120",
         "max_runs_per_hour": "60",
         "max_runs_per_day": "500",
+        "human_timeout_minutes": "1440",
+        "max_corrections": "3",
         "trigger_events": "",
         "trigger_schedule": "",
         "trigger_conditions": "{}",

@@ -33,6 +33,7 @@ TABS = [
     "Tools & policies",
     "Triggers & schedule",
     "Limits & budget",
+    "People in the loop",
     "Memory",
 ]
 PREVIEW = admin_url(Agent, "tool_preview")
@@ -44,6 +45,7 @@ SINGLE_FORM = [
     "temperature", "max_tokens", "max_steps_per_run", "max_tool_calls_per_step",
     "timeout_seconds", "max_runs_per_hour", "max_runs_per_day", "trigger_events",
     "trigger_schedule", "schedule_display", "trigger_conditions", *STATS_FIELDS,
+    "human_timeout_minutes", "max_corrections", "deny_may_continue",
 ]  # fmt: skip
 
 

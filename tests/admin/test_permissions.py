@@ -14,7 +14,7 @@ from django.test import Client
 from django.utils import timezone
 
 from agents.models import AgentTemplate, Execution, ExecutionStatus
-from approvals.models import Approval, ApprovalStatus, RiskRule
+from approvals.models import RiskRule
 from core import tenancy
 from core.admin_scoping import ReadOnlyAdminMixin
 from core.models import Agency, Role, User
@@ -23,8 +23,8 @@ from tests.admin.conftest import member
 from tests.admin.helpers import admin_url, change_url
 from tests.admin.rows import ROWS
 from tests.agents.factories import AgentFactory, ExecutionFactory
-from tests.approvals.factories import ApprovalFactory, RiskRuleFactory
-from tests.tools.factories import ToolCallFactory, ToolFactory
+from tests.approvals.factories import RiskRuleFactory
+from tests.tools.factories import ToolFactory
 from tools.models import Tool
 from usage.models import Budget
 
@@ -205,29 +205,6 @@ def test_cancel_action_says_what_happened_to_each_kind_of_run(
     still = fetch(Execution, pk=running.pk)
     assert (still.status, still.cancel_requested_at is not None) == (ExecutionStatus.RUNNING, True)
     assert fetch(Execution, pk=done.pk).status == ExecutionStatus.COMPLETED
-
-
-@pytest.mark.parametrize(("role", "decides"), [(Role.APPROVER, True), (Role.VIEWER, False)])
-def test_approvers_approve_and_deny_from_the_queue(
-    agency: Agency, login: Callable[[User], Client], role: str, decides: bool
-) -> None:
-    execution = ExecutionFactory.create(agent=AgentFactory.create(agency=agency))
-    tool_call = ToolCallFactory.create(execution=execution)
-    approve_me = ApprovalFactory.create(tool_call=tool_call)
-    deny_me = ApprovalFactory.create(
-        tool_call=ToolCallFactory.create(execution=tool_call.execution)
-    )
-    client = login(member(agency, role))
-    queue = client.get(admin_url(Approval, "changelist")).content.decode()
-    assert str(approve_me.pk) in queue
-    _action(client, Approval, "approve", approve_me)
-    _action(client, Approval, "deny", deny_me)
-    approved, denied = fetch(Approval, pk=approve_me.pk), fetch(Approval, pk=deny_me.pk)
-    if decides:
-        assert (approved.status, denied.status) == (ApprovalStatus.APPROVED, ApprovalStatus.DENIED)
-        assert approved.decided_at is not None
-    else:
-        assert (approved.status, denied.status) == (ApprovalStatus.PENDING,) * 2
 
 
 def test_memory_embeddings_are_summarised_not_shown(

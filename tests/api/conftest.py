@@ -26,7 +26,8 @@ EXPECTED_OPERATIONS = {
     "approvals_decide", "executions_list", "executions_retrieve", "executions_cancel",
     "events_list", "events_retrieve", "events_emit", "tools_list", "tools_retrieve",
     "tools_create", "tools_partial_update", "tools_destroy", "usage_summary", "api_keys_list",
-    "api_keys_retrieve", "api_keys_create", "api_keys_revoke",
+    "api_keys_retrieve", "api_keys_create", "api_keys_revoke", "questions_list",
+    "questions_retrieve", "questions_answer",
 }  # fmt: skip
 
 

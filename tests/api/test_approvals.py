@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import Execution, ExecutionStatus
+from agents.models import Agent, Execution, ExecutionStatus
 from approvals.models import Approval, ApprovalStatus
+from core import tenancy
 from core.models import Role
 from tests.api.conftest import count, fields_of
 from tests.approvals.factories import ApprovalFactory
@@ -115,3 +116,26 @@ def test_another_agencys_approval_is_a_404(tenant_b, as_role) -> None:
     decide = client.post(f"{URL}{theirs.id}/decide/", {"decision": "approve"}, format="json")
     assert decide.status_code == 404
     assert _status(theirs) == ApprovalStatus.PENDING
+
+
+def test_a_deny_needs_a_reason_and_continuing_needs_the_agents_consent(approval, as_role) -> None:
+    client = as_role(Role.APPROVER)
+    url = f"{URL}{approval.id}/decide/"
+    assert "reason" in fields_of(client.post(url, {"decision": "deny"}, format="json"))
+    assert "continue_run" in fields_of(
+        client.post(url, {"decision": "approve", "continue_run": True}, format="json")
+    )
+    refused = client.post(
+        url, {"decision": "deny", "reason": "Not now", "continue_run": True}, format="json"
+    )
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "continue_not_allowed"
+    assert _status(approval) == ApprovalStatus.PENDING
+    with tenancy.platform_context():
+        Agent.objects.filter(pk=approval.agent_id).update(deny_may_continue=True)
+    allowed = client.post(
+        url, {"decision": "deny", "reason": "Not now", "continue_run": True}, format="json"
+    )
+    assert allowed.status_code == 200, allowed.json()
+    # The run goes on (a worker resumes it and tells the model no), not cancelled.
+    assert count(Execution, pk=approval.execution_id, status=ExecutionStatus.PENDING) == 1

@@ -78,7 +78,7 @@ def test_a_decision_on_a_waiting_run_still_takes_effect(live_db: None, approve: 
     call = ToolCallFactory.create(execution=execution, status=ToolCallStatus.WAITING_APPROVAL)
     approval = ApprovalFactory.create(tool_call=call)
     with tenancy.agency_context(execution.agency_id):
-        decided = approval_decide(approval=approval, approve=approve, user_id=None)
+        decided = approval_decide(approval=approval, approve=approve, user_id=None, reason="why")
         run = Execution.objects.get(pk=execution.pk)
     assert decided.status == (ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED)
     assert run.status == (ExecutionStatus.PENDING if approve else ExecutionStatus.CANCELLED)

@@ -249,7 +249,7 @@ def test_viewer_sees_the_home_read_only(mine: Seeded, login: Callable[..., Clien
     assert response.context["can_decide"] is False
     text = _text(response)
     assert "Writer mine" in text
-    assert "Decide in the queue" not in text
+    assert "Decide in the inbox" not in text
     assert "Read-only view" in text
     # Nothing on the home posts anything (the header's logout form aside).
     content = text[text.index('id="staff-home"') :]
@@ -258,14 +258,18 @@ def test_viewer_sees_the_home_read_only(mine: Seeded, login: Callable[..., Clien
 
 
 def test_approver_lands_on_what_waits_for_them(mine: Seeded, login: Callable[..., Client]) -> None:
-    approver = _text(login(mine.agency, Role.APPROVER).get(HOME))
+    # An approver's /admin/ leads to the inbox; the home is /admin/?home (the sidebar's Home).
+    landing = login(mine.agency, Role.APPROVER).get(HOME)
+    assert landing.status_code == 302
+    assert landing["Location"] == reverse("approvals_inbox:list")
+    approver = _text(login(mine.agency, Role.APPROVER).get(f"{HOME}?home"))
     staff = _text(login(mine.agency, Role.STAFF).get(HOME))
 
     assert approver.index('id="home-waiting"') < approver.index('id="home-in-progress"')
-    assert "Decide in the queue" in approver
-    assert reverse("admin:approvals_approval_changelist") in approver
+    assert "Decide in the inbox" in approver
+    assert reverse("approvals_inbox:list") in approver
     assert staff.index('id="home-in-progress"') < staff.index('id="home-waiting"')
-    assert "Decide in the queue" not in staff  # staff may look, not decide
+    assert "Decide in the inbox" not in staff  # staff may look, not decide
 
 
 def test_admin_index_and_view_site_lead_to_the_home(

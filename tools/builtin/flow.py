@@ -21,7 +21,7 @@ from django.utils import timezone
 from core.models import EVENT_TYPE_REGEX
 from tools.builtin import _args
 from tools.builtin._args import INVALID
-from tools.handlers import ToolContext, ToolError, ToolResult
+from tools.handlers import HumanQuestion, ToolContext, ToolError, ToolResult
 from tools.registry import handler
 
 MAX_WAIT = datetime.timedelta(days=7)  # holds even if the seeded schema's 3600 s cap is loosened
@@ -41,6 +41,44 @@ def wait(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     until = timezone.now() + datetime.timedelta(seconds=seconds)
     return ToolResult(
         output={"waiting_until": until.isoformat(), "seconds": seconds}, park_until=until
+    )
+
+
+QUESTION_MAX_CHARS = 2000
+MAX_OPTIONS = 10
+OPTION_MAX_CHARS = 200
+
+
+@handler("ask_user")
+def ask_user(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Ask the agency's people a question; the run waits (holding no worker) and the answer is
+    this call's result. Seed 000's clarifications: with options when the agent can offer some."""
+    question = _args.text(args, "question", max_length=QUESTION_MAX_CHARS, required=True)
+    options = args.get("options") or []
+    if not isinstance(options, list) or len(options) > MAX_OPTIONS:
+        raise ToolError(INVALID, f"'options' must be a list of at most {MAX_OPTIONS} answers.")
+    cleaned = []
+    for option in options:
+        if (
+            not isinstance(option, str)
+            or not option.strip()
+            or len(option) > OPTION_MAX_CHARS
+            or "\x00" in option
+        ):
+            raise ToolError(
+                INVALID, f"Each option must be a non-empty text of at most {OPTION_MAX_CHARS}."
+            )
+        if option.strip() not in cleaned:
+            cleaned.append(option.strip())
+    allow_other = args.get("allow_other", True)
+    return ToolResult(
+        output={"status": "waiting_input"},
+        ask=HumanQuestion(
+            question=question,
+            options=cleaned,
+            allow_other=bool(allow_other) or not cleaned,
+            question_type=str(args.get("question_type") or "")[:50],
+        ),
     )
 
 

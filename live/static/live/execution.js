@@ -40,6 +40,10 @@
         return "$" + (number < 0.01 && number > 0 ? number.toFixed(6) : number.toFixed(4));
     }
 
+    function itemUrl(template, id) {
+        return template.replace(/[0-]{8}-[0-]{4}-[0-]{4}-[0-]{4}-[0-]{12}/, encodeURIComponent(id));
+    }
+
     function time(iso) {
         return iso ? new Date(iso).toLocaleTimeString() : "";
     }
@@ -48,7 +52,9 @@
         const field = (name) => root.querySelector('[data-field="' + name + '"]');
         const conn = root.querySelector("[data-conn]");
         const timeline = field("timeline");
+        // The inbox's pages of the item the run waits for (ids replace the zero UUID).
         const approvalUrl = root.dataset.approvalUrl || "";
+        const questionUrl = root.dataset.questionUrl || "";
         let lastSeq = 0; // the last event drawn: a reconnect asks for what follows it
         let headerSeq = -1; // the snapshot's number: step costs after it are added to its totals
         let totals = null;
@@ -99,11 +105,18 @@
                     waiting.append(el("strong", "", "Waiting for approval: "),
                         el("code", "", w.tool_name), " ");
                     const link = el("a", "live-button", "Review and decide");
-                    link.href = approvalUrl.replace(/[0-]{8}-[0-]{4}-[0-]{4}-[0-]{4}-[0-]{12}/, w.approval_id);
+                    link.href = itemUrl(approvalUrl, w.approval_id);
                     waiting.append(link);
                 } else if (w.input_request && w.input_request.question) {
-                    waiting.append(el("strong", "", "Waiting for an answer: "),
+                    const correction = w.input_request.correction;
+                    waiting.append(el("strong", "", correction ? "Waiting for help: " : "Waiting for an answer: "),
                         el("span", "", w.input_request.question));
+                    const id = w.question_id || w.input_request.question_id;
+                    if (id) {
+                        const link = el("a", "live-button", correction ? "Help the run" : "Answer");
+                        link.href = itemUrl(questionUrl, id);
+                        waiting.append(" ", link);
+                    }
                 } else if (w.wait_until) {
                     waiting.append(el("strong", "", "Waiting until "), el("span", "", new Date(w.wait_until).toLocaleString()));
                 }

@@ -198,3 +198,38 @@ def test_an_agent_without_tools_gets_a_plain_labelled_answer() -> None:
 
     assert isinstance(answer, str)
     assert answer.startswith("(demo model: scripted, no AI)")
+
+
+ASSISTANT_TOOLS = ["crm_search_contacts", "crm_get_contact", "crm_add_note", "task_create"]
+
+
+def test_an_assistant_that_may_ask_asks_before_handing_over_a_request_about_nobody() -> None:
+    action = next_action(
+        _request("Plan the team offsite, please.", [*ASSISTANT_TOOLS, "ask_user"], [])
+    )
+
+    assert not isinstance(action, str)
+    assert action.tool == "ask_user"
+    assert "Plan the team offsite" in action.arguments["question"]
+    assert action.arguments["options"][1].startswith("No")
+
+
+@pytest.mark.parametrize(
+    ("answer", "then"),
+    [("Yes, create a task for the team", "task_create"), ("No, leave it", None)],
+)
+def test_the_answer_decides_whether_the_task_is_created(answer: str, then: str | None) -> None:
+    request = _request(
+        "Plan the team offsite, please.",
+        [*ASSISTANT_TOOLS, "ask_user"],
+        [("ask_user", {"answer": answer})],
+    )
+
+    action = next_action(request)
+
+    if then is None:
+        assert isinstance(action, str)
+        assert "no task was created" in action
+    else:
+        assert not isinstance(action, str)
+        assert action.tool == then

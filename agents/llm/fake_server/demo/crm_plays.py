@@ -131,7 +131,34 @@ def _assistant_note(s: Situation) -> Action | None:
     )
 
 
+ASK_OPTIONS = ["Yes, create a task for the team", "No, leave it"]
+
+
+def _assistant_ask(s: Situation) -> Action | None:
+    """Nobody the request names is in the CRM: ask a person before making work for the team
+    (offered ask_user only; without it the task is created straight away)."""
+    if s.contact is not None:
+        return None
+    return Action(
+        "ask_user",
+        {
+            "question": f"The request {request_in_words(s.text)} names no contact I can find in "
+            "the CRM. Should I hand it to the team as a follow-up task?",
+            "options": ASK_OPTIONS,
+            "question_type": "confirmation",
+        },
+        "I can't tell who this is about, so I'll ask before creating work for the team.",
+    )
+
+
+def _declined(s: Situation) -> bool:
+    answer = str((s.output("ask_user") or {}).get("answer") or "")
+    return answer.strip().lower().startswith("no")
+
+
 def _assistant_task(s: Situation) -> Action | None:
+    if _declined(s):
+        return None
     contact = s.contact
     plain = " ".join(s.text.split())
     title = f"Follow up with {who(contact)}" if contact else f"Look into: {plain}"
@@ -154,6 +181,8 @@ def _assistant_summary(s: Situation) -> str:
     contact = s.contact
     if contact:
         lines = [f"Done: {who(contact)}."]
+    elif _declined(s):
+        lines = ["Left it, as you answered: no task was created."]
     elif s.called("crm_search_contacts") or s.called("crm_get_contact"):
         lines = ["I couldn't find a matching contact in the CRM."]
     else:
@@ -177,6 +206,12 @@ SDR = Play(
 )
 ASSISTANT = Play(
     "assistant",
-    (find_contact("lead", pick_when_unnamed=False), open_contact, _assistant_note, _assistant_task),
+    (
+        find_contact("lead", pick_when_unnamed=False),
+        open_contact,
+        _assistant_note,
+        _assistant_ask,
+        _assistant_task,
+    ),
     _assistant_summary,
 )

@@ -1,0 +1,2 @@
+"""The approvers' inbox: web pages at ``/approvals/`` inside the admin's frame (views, selectors,
+forms, and the form generated from a tool's JSON Schema)."""
