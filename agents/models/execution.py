@@ -115,16 +115,6 @@ class Execution(AgencyOwnedModel):
 
     # Context: the config the run started with, so a resume after an edit behaves the same.
     config_snapshot = models.JSONField(default=dict, blank=True)
-    # The agent's version at the run's first claim, whose configuration the run keeps to its end
-    # (null for runs started before versions existed). Indexed partially (below).
-    agent_version = models.ForeignKey(
-        "agents.AgentVersion",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="executions",
-        db_index=False,
-    )
     input = models.TextField(blank=True)  # the instruction of a manual run, or the goal
     initial_context = models.JSONField(default=dict, blank=True)
     current_context = models.JSONField(default=dict, blank=True)
@@ -163,14 +153,6 @@ class Execution(AgencyOwnedModel):
                 fields=["wait_until"],
                 name="agents_execution_wait_idx",
                 condition=models.Q(wait_until__isnull=False),
-            ),
-            # A version's runs. Partial: a run is inserted without its version (no index entry
-            # to write then) and gets it at its first claim, whose UPDATE is not HOT anyway (it
-            # changes the indexed status). Built concurrently (migration 0018).
-            models.Index(
-                fields=["agent_version"],
-                name="agents_execution_version_idx",
-                condition=models.Q(agent_version__isnull=False),
             ),
         ]
         constraints = [

@@ -45,7 +45,6 @@ from core.events import emitted_by_run, event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
 from live import protocol
-from ops import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +54,7 @@ _UPDATABLE = (
     "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost_usd", "llm_call_count",
     "tool_call_count", "lease_owner", "lease_expires_at", "output", "error", "error_details",
     "completed_at", "duration_ms", "wait_until", "input_request", "attempts", "started_at",
-    "config_snapshot", "budget_reservation", "result", "agent_version_id",
+    "config_snapshot", "budget_reservation", "result",
 )  # fmt: skip
 _JSON_COLUMNS = frozenset(
     {"error_details", "input_request", "config_snapshot", "budget_reservation", "result"}
@@ -672,7 +671,6 @@ def finish_execution(
     _update_agent_stats(execution)
     _record_episode(execution)
     _record_usage(execution)
-    metrics.run_finished(execution)  # counted once this commits
     # Seed 004's two end events (DESIGN.md: "ai.execution.completed / failed"): a run that did
     # not complete — failed, timed out, cancelled — is "failed"; status and stop_reason tell
     # which. actions_taken and tokens_used are the seed's payload names.
