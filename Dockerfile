@@ -6,6 +6,7 @@ COPY pyproject.toml constraints.txt ./
 COPY . .
 RUN pip install -c constraints.txt . && python -m compileall -q . \
     && useradd --system --home /app agentdesk \
+    && mkdir -p /var/lib/agentdesk/metrics && chown agentdesk /var/lib/agentdesk/metrics \
     && DJANGO_SECRET_KEY=build DJANGO_ALLOWED_HOSTS=x AGENTDESK_ENCRYPTION_KEYS=build \
        DATABASE_URL=postgres://x@x/x \
        REDIS_URL=redis://x python manage.py collectstatic --noinput

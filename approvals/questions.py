@@ -28,6 +28,7 @@ from approvals.models import CorrectionChoice, Question, QuestionKind, QuestionS
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
+from ops import metrics
 from tools.models import ToolCall, ToolCallStatus
 
 ANSWER_MAX_CHARS = 4000
@@ -68,6 +69,7 @@ def question_create(
         expires_at=timezone.now() + datetime.timedelta(minutes=minutes),
     )
     _emit(asked, "ai.question.asked", user_id=None)
+    metrics.question_asked(kind)
     notify.question_asked_on_commit(asked)
     return asked
 
@@ -175,6 +177,7 @@ def question_answer(
             ("run stopped" if stop else "run resumed") if waiting else "run had already ended"
         )
         locked.save()
+        metrics.question_resolved(locked.kind, "stopped" if stop else "answered")
         _emit(locked, "ai.question.answered", user_id=user_id, stopped=stop)
         if not waiting:
             return locked
@@ -224,6 +227,7 @@ def question_expire(question: Question, *, now: datetime.datetime) -> bool:
         locked.status = QuestionStatus.TIMED_OUT
         locked.resolution_action = "run ended: nobody answered in time"
         locked.save(update_fields=["status", "resolution_action", "updated_at"])
+        metrics.question_resolved(locked.kind, "expired")
         message = (
             f"Nobody answered in time: the question expired at {locked.expires_at:%Y-%m-%d %H:%M} "
             f"UTC ({locked.question[:200]})."

@@ -22,6 +22,7 @@ from approvals.models import Approval, ApprovalStatus
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
+from ops import metrics
 from tools.models import ToolCall, ToolCallStatus
 from tools.validation import validate_arguments
 
@@ -110,6 +111,7 @@ def approval_decide(
         locked.decision_reason = reason
         locked.edited_arguments = edited_arguments
         locked.save()
+        metrics.approval_resolved(locked.status)
         _emit(locked, "ai.approval.resolved", user_id=user_id, continue_run=continue_run)
         if execution.status != ExecutionStatus.WAITING_APPROVAL:
             return locked
@@ -156,6 +158,7 @@ def approval_expire(approval: Approval, *, now: datetime.datetime) -> bool:
             return False
         locked.status = ApprovalStatus.EXPIRED
         locked.save(update_fields=["status", "updated_at"])
+        metrics.approval_resolved(locked.status)
         message = (
             f"Nobody decided in time: the approval of {locked.action_type} expired at "
             f"{locked.expires_at:%Y-%m-%d %H:%M} UTC; the action was not run."
@@ -183,6 +186,7 @@ def approval_requested(approval: Approval) -> None:
     """A new approval (written by tools.executor in the run's transaction): the event agents can
     subscribe to, and the approvers' notifications once it commits."""
     _emit(approval, "ai.approval.requested", user_id=None, by_agent=True)
+    metrics.approval_requested(approval.risk_level)
     notify.approval_requested_on_commit(approval)
 
 

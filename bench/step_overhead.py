@@ -11,6 +11,14 @@ same run. Also: commits per step (pg_stat_database) and bytes per step (the step
 first 20 steps vs last 20, and WAL bytes per step for a short and a long run).
 
     .venv/bin/python -m bench.step_overhead [--iterations 100]
+
+With ``--metrics both`` (issue 16: "the step overhead benchmark re-run with metrics on: within
+5 % of off"), alternating workers with Prometheus metrics off and on (``AGENTDESK_METRICS``),
+``--repeat`` times each: per run the overhead p50/p99 and the worker's CPU per step, then the
+medians of each setting and on/off ratios. ``--metrics on|off`` runs one setting as above.
+``--metrics cost`` times, in this process, the recording calls one ReAct iteration makes (a
+think and an act step, with tracing off as by default) and those of a run's start and end, with
+metrics on and off.
 """
 
 from __future__ import annotations
@@ -18,11 +26,20 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import statistics
+import tempfile
 import time
+import uuid
+from collections.abc import Callable
+from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
+
+import psutil
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
+from agents.llm.types import Usage
 from agents.models import Execution, StepType
 from agents.services import execution_create
 from bench import common
@@ -32,7 +49,9 @@ from tests.processes import wait_for
 from tools.models import ToolCall
 
 
-def run_once(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
+def run_once(
+    server: FakeProviderServer, iterations: int, *, worker_pid: int | None = None
+) -> dict[str, Any]:
     agent = common.make_agent(server)
     with tenancy.agency_context(agent.agency_id):
         Contact.objects.create(agency_id=agent.agency_id, first_name="Ada", email="ada@x.io")
@@ -41,10 +60,12 @@ def run_once(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
         by_turn(*([call] * iterations), then=text_reply("Done.")), key=agent.llm_model
     )
     before = common.database_counters()
+    cpu_before = _cpu_seconds(worker_pid)
     with tenancy.agency_context(agent.agency_id):
         execution = execution_create(agent=agent, input="Look Ada up, again and again.")
     assert execution is not None
     execution = wait_for(execution, timeout=600)
+    worker_cpu = _cpu_seconds(worker_pid) - cpu_before
     realtime.flush()
     time.sleep(0.5)  # let the event dispatch task of the run commit too
     after = common.database_counters()
@@ -87,7 +108,126 @@ def run_once(server: FakeProviderServer, iterations: int) -> dict[str, Any]:
         "wal_bytes": after["wal_bytes"] - before["wal_bytes"],
         "row_bytes_first20": sum(sizes[1:21]) / 20,
         "row_bytes_last20": sum(sizes[-20:]) / 20,
+        "worker_cpu_ms_per_step": worker_cpu * 1000 / committed,
     }
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of the worker process so far (0 when not measured)."""
+    if pid is None:
+        return 0.0
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def _one_setting(server: FakeProviderServer, iterations: int, metrics: str) -> dict[str, Any]:
+    """A fresh worker with metrics ``on`` or ``off``: warm-up, then one measured run."""
+    with tempfile.TemporaryDirectory(prefix="bench-metrics-") as directory:
+        worker = common.worker(
+            concurrency=4,
+            AGENTDESK_METRICS="true" if metrics == "on" else "false",
+            PROMETHEUS_MULTIPROC_DIR=directory,
+        ).start()
+        try:
+            run_once(server, 3)  # warm-up: imports, connections, caches
+            result = run_once(server, iterations, worker_pid=worker.process.pid)
+        finally:
+            worker.stop()
+    p50 = common.percentile(result["overhead_ms"], 50)
+    p99 = common.percentile(result["overhead_ms"], 99)
+    return {
+        "metrics": metrics,
+        "overhead_p50_ms": round(p50, 3),
+        "overhead_p99_ms": round(p99, 3),
+        "worker_cpu_ms_per_step": round(result["worker_cpu_ms_per_step"], 3),
+    }
+
+
+def metrics_cost(iterations: int, rounds: int = 20_000) -> None:
+    """Microseconds the metrics add to a step and to a run, measured on the recording calls
+    themselves (the runtime makes exactly these): no database, no noise from other processes."""
+    from ops import tracing  # noqa: PLC0415
+    from ops.metrics import recording  # noqa: PLC0415
+
+    completion: Any = SimpleNamespace(
+        latency_ms=3.2, usage=Usage(input_tokens=900, output_tokens=40, cache_read_tokens=0)
+    )
+    agent: Any = SimpleNamespace(pk=uuid.uuid4(), agent_type="assistant")
+    execution: Any = SimpleNamespace(
+        agent_id=agent.pk, status="completed", stop_reason="final_answer", duration_ms=1234
+    )
+    cost = Decimal("0.000123")
+
+    def iteration() -> None:  # what _think and _act record for one think + one act step
+        with tracing.model_call(provider="openai", model="m", max_tokens=1, temperature=0) as s:
+            tracing.model_replied(s, completion)  # (tracing off: as the runtime calls it)
+        meter.model_replied(completion, cost)
+        meter.think_step(0.0021)
+        with tracing.tool_call(name="crm_get_contact", call_id="c1") as s:
+            recording.tool_call_settled(tool="crm_get_contact", outcome="completed", error=None)
+            tracing.tool_settled(s, status="completed", output={})
+        meter.act_step(0.0013)
+
+    def run() -> None:  # once per run: start, the delivery gauge, the end
+        recording.run_started(agent, trigger="manual")
+        with recording.delivery_in_progress():
+            pass
+        recording.run_finished(execution)
+
+    report: dict[str, Any] = {"rounds": rounds}
+    for setting in ("off", "on"):
+        recording.ENABLED = setting == "on"
+        meter = recording.RunMeter(agent=agent, provider="openai", model="bench-cost")
+        per_step = _best_of(iteration, rounds) / 2
+        per_run = _best_of(run, rounds // 10)
+        report[setting] = {
+            "us_per_step": round(per_step * 1e6, 2),
+            "us_per_run": round(per_run * 1e6, 2),
+            # Spread over a run of this benchmark's length (2 x iterations + 1 steps).
+            "us_per_step_incl_run_share": round(
+                (per_step + per_run / (2 * iterations + 1)) * 1e6, 2
+            ),
+        }
+    recording.ENABLED = True
+    print(json.dumps(report, indent=2))
+
+
+def _best_of(work: Callable[[], None], rounds: int, repeat: int = 5) -> float:
+    """Seconds per call, the best of ``repeat`` timings (the least disturbed by the machine)."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for _ in range(rounds):
+            work()
+        best = min(best, (time.perf_counter() - started) / rounds)
+    return best
+
+
+def compare_metrics(iterations: int, repeat: int) -> None:
+    """Metrics off and on, alternated ``repeat`` times (off first), each on a fresh worker."""
+    common.create_database()
+    facts = common.machine_facts()
+    runs: list[dict[str, Any]] = []
+    try:
+        with FakeProviderServer() as server:
+            for _ in range(repeat):
+                for setting in ("off", "on"):
+                    runs.append(_one_setting(server, iterations, setting))
+                    print(json.dumps(runs[-1]))
+    finally:
+        common.drop_database()
+    summary: dict[str, Any] = {"machine": facts.as_dict(), "iterations": iterations, "runs": runs}
+    for key in ("overhead_p50_ms", "overhead_p99_ms", "worker_cpu_ms_per_step"):
+        medians = {
+            setting: statistics.median(r[key] for r in runs if r["metrics"] == setting)
+            for setting in ("off", "on")
+        }
+        summary[key] = {
+            **{k: round(v, 3) for k, v in medians.items()},
+            "on_over_off": round(medians["on"] / medians["off"], 3),
+        }
+    print(facts.describe())
+    print(json.dumps(summary, indent=2))
 
 
 def _row_sizes(step_ids: list[Any]) -> list[int]:
@@ -108,10 +248,26 @@ def _row_sizes(step_ids: list[Any]) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument(
+        "--metrics", choices=["on", "off", "both", "cost"], default="on", help="Prometheus metrics"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="with --metrics both")
     args = parser.parse_args()
+    if args.metrics == "both":
+        compare_metrics(args.iterations, args.repeat)
+        return
+    if args.metrics == "cost":
+        common.create_database()  # (a run's end is counted on its transaction's commit)
+        try:
+            metrics_cost(args.iterations)
+        finally:
+            common.drop_database()
+        return
     common.create_database()
     facts = common.machine_facts()
-    worker = common.worker(concurrency=4).start()
+    worker = common.worker(
+        concurrency=4, AGENTDESK_METRICS="true" if args.metrics == "on" else "false"
+    ).start()
     try:
         with FakeProviderServer() as server:
             run_once(server, 3)  # warm-up: imports, connections, caches
@@ -125,6 +281,7 @@ def main() -> None:
     p99 = common.percentile(result["overhead_ms"], 99)
     report = {
         "machine": facts.as_dict(),
+        "metrics": args.metrics,
         "steps": result["steps"],
         "overhead_p50_ms": round(p50, 3),
         "overhead_p99_ms": round(p99, 3),

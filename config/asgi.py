@@ -5,6 +5,14 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+# A web request waits at most this long for a pooled connection (a worker, 30 s): when the
+# database is down, a page or an API call answers 503 in seconds instead of hanging.
+os.environ.setdefault("DATABASE_POOL_TIMEOUT", "5")
+# ...and a pooled connection is tested before a request uses it: after a database restart no
+# request fails on a connection that died with the old server.
+os.environ.setdefault("DATABASE_POOL_CHECK", "true")
+# ...and once the database is back, pages answer within seconds, not after the pool's backoff.
+os.environ.setdefault("DATABASE_POOL_RECONNECT_TIMEOUT", "4")
 
 # Django must be set up before anything imports models (consumers do).
 django_asgi_app = get_asgi_application()

@@ -4,7 +4,13 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
@@ -21,3 +27,32 @@ def _load_the_llm_sdks(**_: Any) -> None:
     waiting on the import lock meanwhile. A prefork child inherits them."""
     import agents.llm.anthropic_provider  # noqa: PLC0415
     import agents.llm.openai_provider  # noqa: F401, PLC0415
+
+
+# Worker heartbeats (ops/heartbeat.py), in every process that runs tasks: a prefork child, or
+# the worker's own process with the threads pool (which sends no worker_process_init).
+@worker_process_init.connect
+def _heartbeat_in_pool_process(**_: Any) -> None:
+    from ops import heartbeat  # noqa: PLC0415 - Django is set up once the worker runs
+
+    heartbeat.start()
+
+
+@worker_ready.connect
+def _heartbeat_in_worker_process(sender: Any = None, **_: Any) -> None:
+    from celery.concurrency.prefork import TaskPool as PreforkPool  # noqa: PLC0415
+
+    from ops import heartbeat  # noqa: PLC0415
+
+    if not isinstance(getattr(sender, "pool", None), PreforkPool):  # its children run tasks
+        heartbeat.start()
+
+
+@worker_process_shutdown.connect
+@worker_shutdown.connect
+def _heartbeat_stopped(**_: Any) -> None:
+    """A clean shutdown (after the pool's tasks ended): the process's runs, if a cold shutdown
+    left any, go on elsewhere at the reaper's next tick instead of after the timeout."""
+    from ops import heartbeat  # noqa: PLC0415
+
+    heartbeat.stop()

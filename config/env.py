@@ -2,11 +2,14 @@
 
 ``DATABASE_URL`` (the runtime role), ``DATABASE_OWNER_URL`` (the role that owns the tables and runs
 migrations) and ``REDIS_URL`` point at external servers. When ``DATABASE_URL`` / ``REDIS_URL`` are
-unset, the embedded PostgreSQL / Redis of :mod:`core.embedded` are started (or found) instead.
+unset, the embedded PostgreSQL / Redis of :mod:`core.embedded` are started (or found) instead,
+except for ``manage.py embedded``, which starts, stops or inspects them itself: loading the settings
+for it only locates them, so that ``embedded status`` or ``stop`` never starts a server.
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 from functools import cache
@@ -44,7 +47,7 @@ def service_urls() -> ServiceUrls:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
-        services = embedded.ensure_running()
+        services = embedded.locate() if _is_embedded_command() else embedded.ensure_running()
     return ServiceUrls(
         database=database or services.database_url(embedded.RUNTIME_ROLE),
         database_owner=env.str("DATABASE_OWNER_URL", default="")
@@ -54,3 +57,11 @@ def service_urls() -> ServiceUrls:
         embedded=True,
         started_embedded=services.started,
     )
+
+
+def _is_embedded_command() -> bool:
+    """Whether this process is ``manage.py embedded ...`` (or django-admin / python -m django)."""
+    if len(sys.argv) < 2 or sys.argv[1] != "embedded":
+        return False
+    program = sys.argv[0].replace("\\", "/")
+    return program.endswith(("manage.py", "django-admin", "django/__main__.py"))

@@ -8,6 +8,7 @@ from live.views import site_root
 urlpatterns = [
     path("", site_root, name="site-root"),  # "View site": the staff home (the admin index)
     path("healthz", healthz, name="healthz"),
+    path("", include("ops.urls")),  # /metrics (Prometheus)
     path("live/", include("live.urls")),
     path("approvals/", include("approvals.inbox.urls")),  # the approvers' inbox
     # The admin index, where an approver is sent on to the inbox (ahead of the admin's own).

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypedDict
 
+import psycopg
 import redis
 from celery import Celery
 from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from config.celery_app import app as celery_app
+
+# /healthz answers within this (a load balancer's probe should not hang on a dead dependency).
+DEADLINE_SECONDS = 1.8
 
 
 class CheckResult(TypedDict, total=False):
@@ -32,12 +38,44 @@ def _timed(probe: Any) -> CheckResult:
 
 
 def check_database(connection: BaseDatabaseWrapper) -> CheckResult:
+    """A new connection, not one of the pool's: after a restart the pool may still hold dead
+    ones (and wait its whole timeout for a live one), and the probe must tell the truth fast."""
+    params = connection.settings_dict
+
     def probe() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        with psycopg.connect(
+            dbname=params["NAME"],
+            user=params["USER"],
+            password=params["PASSWORD"],
+            host=params["HOST"] or None,
+            port=params["PORT"] or None,
+            connect_timeout=2,
+            autocommit=True,
+        ) as conn:
+            conn.execute("SELECT 1").fetchone()
 
     return _timed(probe)
+
+
+def run_checks(
+    probes: Mapping[str, Callable[[], CheckResult]], *, deadline: float = DEADLINE_SECONDS
+) -> dict[str, CheckResult]:
+    """Every probe at once, each answered within ``deadline`` seconds: one that has not answered
+    by then is reported down (its thread finishes in the background, bounded by its own
+    timeouts)."""
+    pool = ThreadPoolExecutor(max_workers=len(probes), thread_name_prefix="healthz")
+    try:
+        futures = {name: pool.submit(probe) for name, probe in probes.items()}
+        wait(futures.values(), timeout=deadline)
+        results: dict[str, CheckResult] = {}
+        for name, future in futures.items():
+            if future.done():
+                results[name] = future.result()
+            else:
+                results[name] = {"ok": False, "error": f"no answer within {deadline} s"}
+        return results
+    finally:
+        pool.shutdown(wait=False)
 
 
 def check_redis() -> CheckResult:

@@ -2,12 +2,53 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from core import tenancy
+from core import database, tenancy
+from core.api.exceptions import (
+    RETRY_AFTER_SECONDS,
+    UNAVAILABLE_CODE,
+    UNAVAILABLE_MESSAGE,
+    error_body,
+)
 from core.selectors import membership_for_user
+from core.views import HEALTH_PATH, healthz
+
+logger = logging.getLogger(__name__)
+
+
+def database_unavailable(request: HttpRequest) -> HttpResponse:
+    """503 for a request the database could not serve (an outage): the API's JSON error shape,
+    a short page otherwise; never Django's 500 or debug page. Rendered without the database."""
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse(
+            error_body(UNAVAILABLE_CODE, UNAVAILABLE_MESSAGE), status=503
+        )
+    else:
+        response = HttpResponse(
+            "<!doctype html><title>Unavailable</title><h1>AgentDesk is unavailable</h1>"
+            f"<p>{UNAVAILABLE_MESSAGE} Runs in progress are not lost: they go on when the "
+            "database is back.</p>",
+            status=503,
+        )
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+class HealthCheckMiddleware:
+    """``/healthz`` answered first: no session, user or tenant transaction, which would need
+    the database the probe is there to report on (and would wait for the pool's timeout)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path == HEALTH_PATH:
+            return healthz(request)
+        return self.get_response(request)
 
 
 class TenantMiddleware:
@@ -21,6 +62,22 @@ class TenantMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return self._scoped(request)
+        except Exception as exc:  # opening the tenant transaction, or the user's session
+            if database.is_transient(exc):
+                logger.warning("request refused, database unavailable: %s", exc)
+                return database_unavailable(request)
+            raise
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """A view that lost the database answers 503, not a 500 (or the debug page)."""
+        if database.is_transient(exception):
+            logger.warning("request refused, database unavailable: %s", exception)
+            return database_unavailable(request)
+        return None
+
+    def _scoped(self, request: HttpRequest) -> HttpResponse:
         user = request.user
         request.membership = None  # type: ignore[attr-defined]
         if not user.is_authenticated:

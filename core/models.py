@@ -57,6 +57,27 @@ class Agency(models.Model):
             "removing a module also refuses calls in runs already under way."
         ),
     )
+    # Retention (core/retention.py): rows older than this many days are deleted by beat's
+    # retention jobs; empty keeps them forever. Daily usage totals are always kept.
+    execution_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=90,
+        help_text="Finished runs (with their steps, tool calls, approvals and questions) older "
+        "than this are deleted; runs in progress or waiting never are. Empty: keep forever.",
+    )
+    event_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=90,
+        help_text="Processed platform events older than this are deleted. Empty: keep forever.",
+    )
+    trigger_log_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=30,
+        help_text="Trigger log rows older than this are deleted. Empty: keep forever.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -190,6 +211,8 @@ class Event(AgencyOwnedModel):
                 fields=["agency", "event_type", "-created_at"], name="core_event_type_idx"
             ),
             GinIndex(fields=["payload"], name="core_event_payload_gin"),
+            # An agency's events by date, of any type: its list and the retention purge.
+            models.Index(fields=["agency", "-created_at"], name="core_event_agency_date_idx"),
             # The dispatcher's queue: only unprocessed events, oldest first.
             models.Index(
                 fields=["created_at"],

@@ -37,6 +37,29 @@ from redis.retry import Retry
 logger = logging.getLogger(__name__)
 
 
+class _FailureLog:
+    """While Redis is down every batch fails the same way: one warning per outage, without a
+    traceback, instead of one per batch. Any other failure is a bug and keeps its traceback."""
+
+    def __init__(self) -> None:
+        self.down = False
+
+    def failed(self, exc: Exception, count: int) -> None:
+        if not isinstance(exc, redis.ConnectionError | redis.TimeoutError | OSError):
+            logger.error("broadcast of %d messages failed", count, exc_info=exc)
+        elif not self.down:
+            self.down = True
+            logger.warning("live updates are dropped until Redis answers again: %s", exc)
+
+    def succeeded(self) -> None:
+        if self.down:
+            self.down = False
+            logger.warning("live updates are sent again (Redis answers)")
+
+
+_broadcast_failures = _FailureLog()
+
+
 def execution_group(execution_id: uuid.UUID | str) -> str:
     return f"execution.{execution_id}"
 
@@ -94,8 +117,10 @@ class _Publisher:
             if messages and layer is not None:
                 try:
                     send(messages)
-                except Exception:  # a lost live update must never break the sender
-                    logger.exception("broadcast of %d messages failed", len(messages))
+                except Exception as exc:  # a lost live update must never break the sender
+                    _broadcast_failures.failed(exc, len(messages))
+                else:
+                    _broadcast_failures.succeeded()
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
@@ -198,15 +223,12 @@ def _async_sender(layer: Any) -> Callable[[Batch], None]:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)  # the pub/sub layer looks the loop up
 
-    async def one(group: str, message: dict[str, Any]) -> None:
-        try:
-            await layer.group_send(group, message)
-        except Exception:
-            logger.exception("broadcast to %s failed", group)
-
     def send(batch: Batch) -> None:
-        sends = [one(group, message) for groups, message in batch for group in groups]
-        loop.run_until_complete(asyncio.gather(*sends))
+        sends = [layer.group_send(group, message) for groups, message in batch for group in groups]
+        results = loop.run_until_complete(asyncio.gather(*sends, return_exceptions=True))
+        errors = [result for result in results if isinstance(result, Exception)]
+        if errors:  # the others went; the sender reports the first
+            raise errors[0]
 
     return send
 

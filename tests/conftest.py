@@ -4,6 +4,7 @@ created by the owner role and migrated as the owner, and tests running as the ru
 from __future__ import annotations
 
 import contextlib
+import shutil
 from typing import Any
 
 import psutil
@@ -85,6 +86,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
+    if "prometheus-test" in settings.PROMETHEUS_MULTIPROC_DIR:  # this run's own (test settings)
+        shutil.rmtree(settings.PROMETHEUS_MULTIPROC_DIR, ignore_errors=True)
 
 
 @pytest.fixture

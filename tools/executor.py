@@ -37,6 +37,7 @@ from approvals.risk import RiskDecision, assess_risk
 from approvals.services import approval_requested, expiry_for
 from core import fastdb
 from core.storable import storable_json
+from ops import metrics
 from tools import access, ratelimit, registry, selectors
 from tools.handlers import HumanQuestion, ToolContext, ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
@@ -414,6 +415,7 @@ def _recheck(request: CallRequest) -> ToolOutcome | None:
             ToolCallStatus.DENIED,
         )
     if usage_services.budget_exhausted(request.agency_id):
+        metrics.budget_refused("approved_call")
         return ToolOutcome(
             _error(
                 "approval_recheck_failed",
@@ -527,6 +529,8 @@ def _record(
         "duration_ms": round(seconds * 1000),
         "step_id": step_id,
     }
+    offered = request.call.name if policy is not None else None  # else the model's own name
+    metrics.tool_call_settled(tool=offered, outcome=outcome.status, error=error)
     if existing is not None:
         for name, value in fields.items():
             setattr(existing, name, value)

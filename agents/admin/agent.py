@@ -1,6 +1,7 @@
 """The agent page: configuration through the agent services (validation on the form, ai.agent.*
-events) in tabs, the tools its patterns allow (live while they are typed), the schedule in words,
-today's budget, its memory, stats, links to its runs and a "Try it" run."""
+events, a version per configuration change) in tabs, the tools its patterns allow (live while
+they are typed), the schedule in words, today's budget, its memory, stats, links to its runs and
+versions, and a "Try it" run."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from unfold.decorators import action
 from unfold.enums import ActionVariant
 from unfold.widgets import UnfoldAdminExpandableTextareaWidget
 
-from agents.admin import views
+from agents.admin import versions, views
 from agents.admin.agent_panels import (
     budget_panel,
     memory_panel,
@@ -27,7 +28,7 @@ from agents.admin.agent_tabs import FIELDSETS, STATS, STATS_FIELDS
 from agents.admin.common import COMPACT_WIDGETS, EMPTY, changelist_link
 from agents.admin.display import schedule_summary
 from agents.admin.forms import AgentForm, ToolPatternsWidget, TryItForm
-from agents.models import Agent, AgentGoal, Execution
+from agents.models import Agent, AgentGoal, AgentVersion, Execution
 from agents.services import (
     agent_activate,
     agent_create,
@@ -146,6 +147,19 @@ class AgentAdmin(AgencyScopedAdmin):
         count = Execution.objects.filter(agent=obj).count()
         return changelist_link(Execution, f"{count} executions", agent__id__exact=obj.pk)
 
+    @admin.display(description="Version")
+    def version_link(self, obj: Agent | None) -> SafeString | str:
+        if obj is None or obj.pk is None:
+            return EMPTY
+        count = AgentVersion.objects.filter(agent_id=obj.pk).count()
+        current = obj.current_version.number if obj.current_version else None
+        text = f"Version {current} of {count}" if current else f"{count} versions"
+        return format_html(
+            '<a href="{}" class="text-primary-600 dark:text-primary-500">{}</a>',
+            versions.versions_url(obj),
+            text,
+        )
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = list(super().get_readonly_fields(request, obj))
         # An agent never moves between agencies (its runs, memories and usage stay behind).
@@ -236,6 +250,16 @@ class AgentAdmin(AgencyScopedAdmin):
             ),
             path("tool-preview/", wrap(self.tool_preview_view), name="agents_agent_tool_preview"),
             path("<path:object_id>/run/", wrap(self.run_view), name="agents_agent_run"),
+            path(
+                "<path:object_id>/versions/",
+                wrap(self.versions_view),
+                name="agents_agent_versions",
+            ),
+            path(
+                "<path:object_id>/versions/<str:number>/restore/",
+                wrap(self.restore_version_view),
+                name="agents_agent_restore_version",
+            ),
             *super().get_urls(),
         ]
 
@@ -247,6 +271,14 @@ class AgentAdmin(AgencyScopedAdmin):
 
     def tool_preview_view(self, request: HttpRequest) -> HttpResponse:
         return views.tool_preview(self, request)
+
+    def versions_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return versions.versions(self, request, object_id)
+
+    def restore_version_view(
+        self, request: HttpRequest, object_id: str, number: str
+    ) -> HttpResponse:
+        return versions.restore(self, request, object_id, number)
 
     @action(
         description="Try it",

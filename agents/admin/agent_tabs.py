@@ -16,6 +16,7 @@ STATS = "Runs & stats"  # only once the agent exists
 
 STATS_FIELDS = (
     "executions_link",
+    "version_link",
     *AGENT_STATS_FIELDS,
     "template",
     "created_by",

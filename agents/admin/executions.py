@@ -8,12 +8,15 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import date_format
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from agents.admin.common import (
     EMPTY,
+    LINK,
     ReadOnlyInline,
     changelist_link,
     id_column,
@@ -21,6 +24,7 @@ from agents.admin.common import (
     run_link,
 )
 from agents.models import (
+    Agent,
     DecisionPoint,
     Execution,
     ExecutionStatus,
@@ -136,6 +140,7 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
             {
                 "fields": [
                     "agent",
+                    "agent_version_link",
                     "site",
                     "parent",
                     "depth",
@@ -206,6 +211,28 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
             },
         ),
     ]
+
+    @admin.display(description="Agent version")
+    def agent_version_link(self, obj: Execution | None) -> SafeString | str:
+        """The version the run started with and keeps to its end, and how it differs from the
+        agent's configuration now."""
+        if obj is None or obj.agent_version_id is None:
+            return "- (started before versions were kept)" if obj and obj.started_at else EMPTY
+        version = obj.agent_version
+        assert version is not None
+        url = reverse("admin:agents_agent_versions", args=[obj.agent_id])
+        current = (
+            Agent.objects.filter(pk=obj.agent_id).values_list("current_version__number", flat=True)
+        ).first()
+        if current is None or current == version.number:
+            return format_html(LINK, url, f"Version {version.number} (current)")
+        return format_html(
+            LINK + " · edited since: " + LINK,
+            url,
+            f"Version {version.number}",
+            f"{url}?a={version.number}&b={current}",
+            f"diff with version {current}",
+        )
 
     @admin.display(description="Related")
     def related_links(self, obj: Execution | None) -> SafeString | str:

@@ -1,10 +1,11 @@
-"""Serializers of agents, executions (with steps) and memories."""
+"""Serializers of agents (and their versions), executions (with steps) and memories."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.models import (
@@ -13,6 +14,7 @@ from agents.models import (
     Agent,
     AgentGoal,
     AgentTemplate,
+    AgentVersion,
     Comparison,
     Execution,
     ExecutionStep,
@@ -206,12 +208,21 @@ class ExecutionSerializer(serializers.ModelSerializer):
     stop_reason = serializers.ChoiceField(
         choices=StopReason.choices, allow_blank=True, read_only=True
     )
+    agent_version = serializers.IntegerField(
+        source="agent_version.number",
+        read_only=True,
+        allow_null=True,
+        help_text="The number of the agent's version the run started with and keeps to its "
+        "end (/agents/{agent}/versions/{number}/); null until its first claim, and for runs "
+        "started before versions existed.",
+    )
 
     class Meta:
         model = Execution
         fields = [
             "id",
             "agent",
+            "agent_version",
             "site",
             "parent",
             "depth",
@@ -321,4 +332,52 @@ class MemorySerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
         ]
+        read_only_fields = fields
+
+
+class AgentVersionSerializer(serializers.ModelSerializer):
+    restored_from = serializers.IntegerField(
+        source="restored_from.number",
+        read_only=True,
+        allow_null=True,
+        help_text="The number of the version this one restored, if it was a restore.",
+    )
+    change_summary = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="The configuration fields this version changed from the one before "
+        "(empty for version 1).",
+    )
+    is_current = serializers.SerializerMethodField(
+        help_text="Whether this is the agent's configuration now."
+    )
+
+    class Meta:
+        model = AgentVersion
+        fields = [
+            "number",
+            "agent",
+            "is_current",
+            "change_summary",
+            "restored_from",
+            "created_by",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_is_current(self, version: AgentVersion) -> bool:
+        return bool(version.id == self.context.get("current_version_id"))
+
+
+class AgentVersionDetailSerializer(AgentVersionSerializer):
+    config = JSONObjectField(
+        read_only=True,
+        help_text="The agent's configuration in this version: prompt, model, tools and "
+        "policies, limits, triggers (the fields of an agent that are not identity, switches "
+        "or stats).",
+    )
+
+    class Meta(AgentVersionSerializer.Meta):
+        fields = [*AgentVersionSerializer.Meta.fields, "config"]
         read_only_fields = fields

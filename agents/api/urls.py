@@ -3,7 +3,14 @@ from __future__ import annotations
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from agents.api.views import AgentExecutionList, AgentMemoryList, AgentViewSet, ExecutionViewSet
+from agents.api.views import (
+    AgentExecutionList,
+    AgentMemoryList,
+    AgentVersionDetail,
+    AgentVersionList,
+    AgentViewSet,
+    ExecutionViewSet,
+)
 
 router = SimpleRouter()
 router.register("agents", AgentViewSet, basename="agent")
@@ -14,5 +21,12 @@ urlpatterns = [
         "agents/<str:agent_id>/executions/", AgentExecutionList.as_view(), name="agent-executions"
     ),
     path("agents/<str:agent_id>/memories/", AgentMemoryList.as_view(), name="agent-memories"),
+    path("agents/<str:agent_id>/versions/", AgentVersionList.as_view(), name="agent-versions"),
+    # Any segment reaches the view: a malformed number is a JSON 404 like an unknown one.
+    path(
+        "agents/<str:agent_id>/versions/<str:number>/",
+        AgentVersionDetail.as_view(),
+        name="agent-version",
+    ),
     *router.urls,
 ]

@@ -1,9 +1,12 @@
-"""Agents: CRUD, manual execute, activate/deactivate, and their executions and memories."""
+"""Agents: CRUD, manual execute, activate/deactivate, and their executions, memories and
+versions (read-only)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -19,6 +22,8 @@ from rest_framework.response import Response
 from agents.api.filters import AgentFilter, ExecutionFilter, MemoryFilter
 from agents.api.serializers import (
     AgentSerializer,
+    AgentVersionDetailSerializer,
+    AgentVersionSerializer,
     AgentWriteSerializer,
     ExecuteAcceptedSerializer,
     ExecuteSerializer,
@@ -26,7 +31,7 @@ from agents.api.serializers import (
     ExecutionSerializer,
     MemorySerializer,
 )
-from agents.models import Agent, Execution, TriggerType
+from agents.models import Agent, AgentVersion, Execution, TriggerType
 from agents.services import (
     agent_activate,
     agent_create,
@@ -37,6 +42,7 @@ from agents.services import (
     execution_create,
     skipped_trigger,
 )
+from agents.services.versions import access_agent_version, agent_versions
 from core.api.base import TenantScopedView, TenantViewSet, parse_id
 from core.api.exceptions import error_body
 from core.api.fields import ErrorSerializer
@@ -44,6 +50,9 @@ from core.selectors import access_object
 from memory.models import Memory
 
 AGENT_ID = OpenApiParameter("agent_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+VERSION_NUMBER = OpenApiParameter(
+    "number", OpenApiTypes.INT, OpenApiParameter.PATH, description="The version's number: 1, 2, ..."
+)
 
 
 @extend_schema_view(
@@ -164,12 +173,24 @@ class AgentViewSet(
         return self._agent(agent)
 
 
-class _AgentChildList(TenantScopedView, generics.ListAPIView):
-    """A list of one agent's rows; the agent is looked up like any by-id fetch (404 alike)."""
+def with_version_number(executions: QuerySet[Execution]) -> QuerySet[Execution]:
+    """Executions with the number of their version (``agent_version``), in the same query;
+    not the version's configuration, which may be long."""
+    return executions.select_related("agent_version").defer(
+        "agent_version__config", "agent_version__change_summary"
+    )
+
+
+class _AgentChild(TenantScopedView):
+    """One agent's rows; the agent is looked up like any by-id fetch (404 alike)."""
 
     def agent(self) -> Agent:
         agents = self.scope(Agent.objects.all())
         return access_object(agents, agency=None, id=parse_id(self.kwargs["agent_id"]))
+
+
+class _AgentChildList(_AgentChild, generics.ListAPIView):
+    """A list of one agent's rows."""
 
 
 @extend_schema_view(
@@ -189,7 +210,7 @@ class AgentExecutionList(_AgentChildList):
     def get_queryset(self) -> Any:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request
             return Execution.objects.none()
-        return self.scope(Execution.objects.filter(agent=self.agent()))
+        return self.scope(with_version_number(Execution.objects.filter(agent=self.agent())))
 
 
 @extend_schema_view(
@@ -213,6 +234,55 @@ class AgentMemoryList(_AgentChildList):
 
 
 @extend_schema_view(
+    get=extend_schema(
+        operation_id="agents_versions_list",
+        summary="The agent's versions",
+        description=(
+            "Every save that changed the agent's configuration made a version; newest first. "
+            "Read-only: a version is never changed, and a restore (in the admin) makes a new "
+            "one. Each execution names the version it ran on (`agent_version`)."
+        ),
+        parameters=[AGENT_ID],
+    )
+)
+class AgentVersionList(_AgentChildList):
+    serializer_class = AgentVersionSerializer
+    ordering_fields = ["number", "created_at"]
+    ordering = ["-number"]
+    current_version_id: uuid.UUID | None = None  # which one is the agent's now
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request
+            return AgentVersion.objects.none()
+        agent = self.agent()
+        self.current_version_id = agent.current_version_id
+        return self.scope(agent_versions(agent=agent))
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "current_version_id": self.current_version_id}
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="agents_versions_retrieve",
+        summary="One version of the agent, with its configuration",
+        parameters=[AGENT_ID, VERSION_NUMBER],
+    )
+)
+class AgentVersionDetail(_AgentChild, generics.RetrieveAPIView):
+    serializer_class = AgentVersionDetailSerializer
+    current_version_id: uuid.UUID | None = None
+
+    def get_object(self) -> AgentVersion:
+        agent = self.agent()
+        self.current_version_id = agent.current_version_id
+        return access_agent_version(agent=agent, number=self.kwargs["number"])
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "current_version_id": self.current_version_id}
+
+
+@extend_schema_view(
     list=extend_schema(operation_id="executions_list", summary="The agency's executions"),
     retrieve=extend_schema(
         operation_id="executions_retrieve",
@@ -226,7 +296,7 @@ class ExecutionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantV
     ordering = ["-created_at"]
 
     def get_queryset(self) -> Any:
-        executions = Execution.objects.all()
+        executions = with_version_number(Execution.objects.all())
         if self.action == "retrieve":
             executions = executions.prefetch_related("steps")
         return self.scope(executions)

@@ -34,17 +34,20 @@ from agents.models.flow import (
     TransitionType,
 )
 from agents.models.provider import LLMProvider
+from agents.models.version import VERSIONED_FIELDS, AgentVersion
 
 __all__ = [
     "AGENT_STATS_FIELDS",
     "INPUT_MAX_CHARS",
     "TERMINAL_STATUSES",
+    "VERSIONED_FIELDS",
     "Agent",
     "AgentConfig",
     "AgentGoal",
     "AgentMessage",
     "AgentTemplate",
     "AgentType",
+    "AgentVersion",
     "Comparison",
     "DecisionMethod",
     "DecisionPoint",

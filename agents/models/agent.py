@@ -189,6 +189,18 @@ class Agent(AgentConfig, AgencyOwnedModel):
         AgentTemplate, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
     )
 
+    # The latest of its versions (agents.AgentVersion), which holds the configuration this row
+    # has: written by the agent services in the save's transaction, so that a run reads the
+    # configuration and its version in one row (agents.runtime.setup.build_snapshot).
+    current_version = models.ForeignKey(
+        "agents.AgentVersion",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
     is_active = models.BooleanField(default=False)
     is_public = models.BooleanField(default=False)  # offered in the marketplace
 

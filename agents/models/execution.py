@@ -115,6 +115,16 @@ class Execution(AgencyOwnedModel):
 
     # Context: the config the run started with, so a resume after an edit behaves the same.
     config_snapshot = models.JSONField(default=dict, blank=True)
+    # The agent's version at the run's first claim, whose configuration the run keeps to its end
+    # (null for runs started before versions existed). Indexed partially (below).
+    agent_version = models.ForeignKey(
+        "agents.AgentVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="executions",
+        db_index=False,
+    )
     input = models.TextField(blank=True)  # the instruction of a manual run, or the goal
     initial_context = models.JSONField(default=dict, blank=True)
     current_context = models.JSONField(default=dict, blank=True)
@@ -147,12 +157,22 @@ class Execution(AgencyOwnedModel):
             # lease_expires_at itself: every step renews the lease, and an UPDATE that changes
             # no indexed column is a HOT update that writes no index entries (migration 0005).
             models.Index(fields=["status"], name="agents_execution_status_idx"),
-            models.Index(fields=["-created_at"], name="agents_execution_created_idx"),
+            # An agency's runs by date: its lists (row-level security adds the agency) and the
+            # retention purge's scan of the oldest (agents/retention.py).
+            models.Index(fields=["agency", "-created_at"], name="agents_execution_agency_idx"),
             # The `wait` tool's timers.
             models.Index(
                 fields=["wait_until"],
                 name="agents_execution_wait_idx",
                 condition=models.Q(wait_until__isnull=False),
+            ),
+            # A version's runs. Partial: a run is inserted without its version (no index entry
+            # to write then) and gets it at its first claim, whose UPDATE is not HOT anyway (it
+            # changes the indexed status). Built concurrently (migration 0018).
+            models.Index(
+                fields=["agent_version"],
+                name="agents_execution_version_idx",
+                condition=models.Q(agent_version__isnull=False),
             ),
         ]
         constraints = [
@@ -300,7 +320,8 @@ class TriggerLog(AgencyOwnedModel):
     class Meta:
         ordering = ["-triggered_at"]
         indexes = [
-            models.Index(fields=["-triggered_at"], name="agents_triggerlog_date_idx"),
+            # By agency, then date: its lists and the retention purge (agents/retention.py).
+            models.Index(fields=["agency", "-triggered_at"], name="agents_triggerlog_agency_idx"),
             models.Index(fields=["event_type"], name="agents_triggerlog_event_idx"),
             GinIndex(fields=["payload"], name="agents_triggerlog_payload_gin"),
         ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import itertools
 import logging
 import os
 import socket
@@ -47,7 +48,7 @@ from agents.runtime.context import (
 )
 from agents.runtime.faults import crash_point
 from agents.runtime.providers import provider_config_for, provider_limits_for
-from agents.runtime.setup import build_snapshot
+from agents.runtime.setup import build_snapshot, pinned_agent
 from agents.services.executions import (
     cancel_pending_decisions,
     execution_cancel,
@@ -55,9 +56,10 @@ from agents.services.executions import (
 )
 from approvals import questions
 from approvals.models import CorrectionChoice, QuestionKind
-from core import tenancy
+from core import database, tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
+from ops import metrics, tracing
 from tools.executor import CallRequest, execute_tool_call
 from tools.models import ToolCallStatus
 from usage import services as usage_services
@@ -69,6 +71,8 @@ logger = logging.getLogger(__name__)
 TOOL_SAVEPOINT = "agentdesk_tool"
 # A step's model column; a server may name its model at any length (a local file path).
 MODEL_NAME_MAX = ExecutionStep._meta.get_field("model").max_length or 100
+# Outages one delivery rides out (each waited for, then resumed from the last commit).
+MAX_OUTAGE_RESUMES = 5
 # Rough size of a token, to estimate a call's input for the budget reservation.
 CHARS_PER_TOKEN = 4
 
@@ -86,6 +90,7 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
     """Run (or resume) one execution until it ends or parks. Returns what happened:
     the final or waiting status, or ``"not_claimed"`` for a duplicate delivery."""
     worker = worker_id()
+    claimed_ns = time.time_ns()  # the delivery's span starts with its claim
     with tenancy.agency_context(agency_id):
         claim = store.claim(execution_id, worker=worker)
         if claim is None:
@@ -107,12 +112,23 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
             return ExecutionStatus.CANCELLED
         if claim.first_claim:
             _start(execution, agent, claim.tx)
+        else:  # the configuration it started with, whatever was edited since
+            agent = pinned_agent(agent, execution)
         claim.tx.save()  # one statement, committed with this block
+    if claim.first_claim:
+        metrics.run_started(agent, trigger=execution.trigger_type)
     run = _Run(execution, agent, worker, first_claim=claim.first_claim)
     # What the run's tools emit comes from the run (the runs it starts are its children); while
     # it runs, whether anyone watches it is kept at hand (streaming.Watchers).
-    with emitted_by_run(execution.id, execution.depth), run.watchers:
-        return _run_or_end(run)
+    with (
+        emitted_by_run(execution.id, execution.depth),
+        run.watchers,
+        metrics.delivery_in_progress(),
+        tracing.delivery(execution, agent, first=claim.first_claim, started_ns=claimed_ns) as span,
+    ):
+        outcome = _run_or_end(run)
+        tracing.delivery_ended(span, outcome)
+        return outcome
 
 
 def _run_or_end(run: _Run) -> str:
@@ -123,10 +139,15 @@ def _run_or_end(run: _Run) -> str:
             return run.end_with_error(
                 f"Gave up after {execution.attempts - 1} deliveries that did not finish the run."
             )
-        return run.run()
+        return _run_through_outages(run)
     except store.LeaseLost:
         logger.warning("execution %s: lease lost, another delivery continues it", execution.id)
         return "lease_lost"
+    except database.Unavailable:
+        # Still down after the wait: the run keeps its status; once its lease runs out (or its
+        # worker's heartbeat stops) the reaper delivers it again, from its last commit.
+        logger.error("execution %s: database unavailable, left for the reaper", execution.id)
+        return "database_unavailable"
     except Exception as exc:
         # A bug or an unexpected failure: end the run visibly instead of leaving it "running"
         # for the reaper to retry forever. If even that fails (database down), the lease
@@ -134,6 +155,28 @@ def _run_or_end(run: _Run) -> str:
         logger.exception("execution %s failed unexpectedly", execution.id)
         run.reload()
         return run.end_with_error(f"Internal error: {type(exc).__name__}: {exc}")
+
+
+def _run_through_outages(run: _Run) -> str:
+    """Run it; when the database connection is lost mid-step (a restart, a failover, a network
+    blip), wait for the database and go on from the run's last commit, as a resumed run does:
+    a step that was not committed is done again (its model reply requested again, its tool's
+    writes rolled back with it), one that was is not. Never a failed run for an outage."""
+    for attempt in itertools.count(1):
+        try:
+            return run.run()
+        except Exception as exc:
+            if not database.is_transient(exc) or attempt > MAX_OUTAGE_RESUMES:
+                raise
+            logger.warning(
+                "execution %s: database connection lost (%s: %s); waiting to resume",
+                run.execution.id,
+                type(exc).__name__,
+                exc,
+            )
+            database.wait_until_available()  # raises database.Unavailable past its deadline
+            run = run.resumed_after_outage()
+    raise AssertionError("unreachable")
 
 
 def _switched_off(agent: Agent) -> str | None:
@@ -150,7 +193,7 @@ def _switched_off(agent: Agent) -> str | None:
 def _start(execution: Execution, agent: Agent, tx: store.StepTransaction) -> None:
     """First claim: snapshot the config, observe the trigger, announce the start (same commit)."""
     execution.config_snapshot = dict(build_snapshot(agent, execution))
-    tx.changed.add("config_snapshot")
+    tx.changed |= {"config_snapshot", "agent_version_id"}  # the version: build_snapshot's
     tx.add_step(
         StepType.OBSERVE,
         input_text=execution.input or "",
@@ -198,6 +241,9 @@ class _Run:
         # tool calls' idempotency keys), whatever a provider sends (see _unique_call_ids).
         self.call_ids: set[str] = set()
         self.watchers = streaming.Watchers(execution.id)
+        self.meter = metrics.RunMeter(
+            agent=agent, provider=self.snapshot["llm_provider"], model=self.snapshot["llm_model"]
+        )
 
     # --- the loop ----------------------------------------------------------------------------
     def run(self) -> str:  # noqa: PLR0911 - each return is one way a run ends
@@ -243,6 +289,7 @@ class _Run:
                 slot = granted
             reservation = self._reserve_budget(price, messages)
             if reservation is None:
+                metrics.budget_refused("model_call")
                 return self._end_unless_cancelled(
                     ExecutionStatus.FAILED,
                     StopReason.BUDGET_EXCEEDED,
@@ -303,21 +350,29 @@ class _Run:
         try:
             if before_send is None:
                 self._before_request()
-            completion = provider.complete(
-                messages,
-                self.tool_definitions,
-                model=self.snapshot["llm_model"] or None,
-                temperature=self.snapshot["temperature"],
+            with tracing.model_call(
+                provider=self.snapshot["llm_provider"],
+                model=self.snapshot["llm_model"],
                 max_tokens=self.snapshot["max_tokens"],
-                # The run's time limit holds during the call too (retries included).
-                timeout=self.deadline - time.time(),
-                before_send=before_send,
-                on_text=None if tokens is None else tokens.append,
-            )
+                temperature=self.snapshot["temperature"],
+            ) as span:
+                completion = provider.complete(
+                    messages,
+                    self.tool_definitions,
+                    model=self.snapshot["llm_model"] or None,
+                    temperature=self.snapshot["temperature"],
+                    max_tokens=self.snapshot["max_tokens"],
+                    # The run's time limit holds during the call too (retries included).
+                    timeout=self.deadline - time.time(),
+                    before_send=before_send,
+                    on_text=None if tokens is None else tokens.append,
+                )
+                tracing.model_replied(span, completion)
         except _CancelledBeforeRequest:
             self._release_budget(reservation)
             return self._end_cancelled()
         except LLMDeadlineExceeded as exc:
+            self.meter.model_failed(exc.code)
             self._release_budget(reservation)
             return self._end_unless_cancelled(
                 ExecutionStatus.TIMED_OUT,
@@ -326,6 +381,7 @@ class _Run:
                 f"during a model call: {exc}",
             )
         except LLMError as exc:
+            self.meter.model_failed(exc.code)
             self._release_budget(reservation)
             return self._end_unless_cancelled(
                 ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc)
@@ -376,6 +432,7 @@ class _Run:
             max(refusal.retry_at, time.time() + 1), tz=datetime.UTC
         )
         limit = refusal.describe(self.snapshot["llm_provider"])
+        self.meter.rate_limit_parked(refusal.limit)
         with store.step_transaction(self.execution, self.worker) as tx:
             tx.park(
                 ExecutionStatus.WAITING_INPUT,
@@ -486,6 +543,8 @@ class _Run:
                     }
                     tx.changed.add("result")
             crash_point("think_uncommitted")
+        self.meter.model_replied(completion, cost)
+        self.meter.think_step(time.perf_counter() - started)
         return self.execution.status if final else None
 
     # --- act ----------------------------------------------------------------------------------
@@ -528,7 +587,9 @@ class _Run:
                     park_until = None
                 else:
                     request = self._request(call, resumed, insert=tx.defer_row)
-                    outcome = execute_tool_call(request, step_id=step_id)
+                    with tracing.tool_call(name=call.name, call_id=call.id) as span:
+                        outcome = execute_tool_call(request, step_id=step_id)
+                        tracing.tool_settled(span, status=outcome.status, output=outcome.output)
                     if outcome.approval is not None:
                         tx.park(
                             ExecutionStatus.WAITING_APPROVAL,
@@ -572,6 +633,7 @@ class _Run:
                     schedule_wake(self.execution)  # at its time, once this commits
                 crash_point("tool_uncommitted")
             crash_point("tool_commit_sent" if tx.commit_sent else "tool_committed")
+            self.meter.act_step(time.perf_counter() - started)
             messages.append(tool_result_message(call.id, output))
             if park_until is not None:
                 return self._parked(ExecutionStatus.WAITING_INPUT)
@@ -662,6 +724,22 @@ class _Run:
             self._settle()
             with tenancy.agency_context(self.execution.agency_id):
                 store.release_budget_reservation(self.execution, holder=self.worker)
+
+    def resumed_after_outage(self) -> _Run:
+        """This run as the database has it after a lost connection, to go on from its last
+        commit (a commit that may or may not have landed is read back, not guessed). Raises
+        :class:`store.LeaseLost` when another delivery took it over meanwhile."""
+        try:
+            self._settle()
+        except Exception:  # the commit in flight died with the connection; the row tells
+            logger.info("execution %s: the step in flight is read back", self.execution.id)
+        with tenancy.agency_context(self.execution.agency_id):
+            self.execution.refresh_from_db()
+        if self.execution.lease_owner != self.worker:
+            raise store.LeaseLost(self.execution.id)
+        resumed = _Run(self.execution, self.agent, self.worker, first_claim=False)
+        resumed.watchers = self.watchers  # (entered by run_execution)
+        return resumed
 
     def reload(self) -> None:
         """The execution as committed. A step whose transaction failed had already changed the

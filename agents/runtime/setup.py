@@ -1,13 +1,15 @@
 """What a run starts with, decided once at its first claim and kept in ``config_snapshot``:
-the tools it may use, the memories it recalls and the rendered system prompt."""
+the tools it may use, the memories it recalls and the rendered system prompt; and the agent
+version it started on, whose configuration it keeps to its end (:func:`pinned_agent`)."""
 
 from __future__ import annotations
 
 from django.db import connection
 
-from agents.models import Agent, Execution
+from agents.models import Agent, AgentVersion, Execution
 from agents.runtime.context import ConfigSnapshot, build_system_prompt
 from agents.runtime.providers import provider_config_for
+from agents.services.versions import config_fields
 from core.catalogue import CatalogueCache
 from memory.models import Memory
 from tools.executor import ToolPolicy
@@ -94,13 +96,17 @@ def open_goals(agent: Agent) -> list[tuple[str, str]]:
 
 
 def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
+    """The run's snapshot; also notes on ``execution`` (``agent_version_id``, for the caller to
+    write with it) the version the agent's row names: read in the same row as the
+    configuration, it is the version of exactly that configuration, at no extra query."""
     tools = usable_tools(agent)
     memories = recall_memories(agent)
     goals = open_goals(agent)
     prompt = build_system_prompt(
         agent, goals=goals, tool_names=[t["name"] for t in tools], memories=memories
     )
-    del execution  # the trigger goes into the first user message, not the system prompt
+    # The trigger goes into the first user message, not the system prompt.
+    execution.agent_version_id = agent.current_version_id
     return {
         "agent_name": agent.name,
         "system_prompt": prompt,
@@ -115,3 +121,22 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
         "timeout_seconds": agent.timeout_seconds,
         "memories": memories,
     }
+
+
+def pinned_agent(agent: Agent, execution: Execution) -> Agent:
+    """``agent`` as configured by the version ``execution`` started on, for a run resumed after
+    the agent was edited: what a run reads from its agent beyond its snapshot (the provider and
+    model it calls, its constraints for approvals, ``max_corrections``) stays the version's to
+    the run's end. Switches and stats stay the agent's (a deactivated agent's run still stops).
+
+    One read, only when the agent's current version is no longer the run's; the agent row is
+    never written or locked here. Precondition: in the execution's agency context."""
+    pinned = execution.agent_version_id
+    if pinned is None or pinned == agent.current_version_id:
+        return agent
+    config = AgentVersion.objects.filter(pk=pinned).values_list("config", flat=True).first()
+    if config is None:
+        return agent
+    for name, value in config_fields(config).items():
+        setattr(agent, name, value)
+    return agent

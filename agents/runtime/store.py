@@ -45,6 +45,7 @@ from core.events import emitted_by_run, event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
 from live import protocol
+from ops import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ _UPDATABLE = (
     "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost_usd", "llm_call_count",
     "tool_call_count", "lease_owner", "lease_expires_at", "output", "error", "error_details",
     "completed_at", "duration_ms", "wait_until", "input_request", "attempts", "started_at",
-    "config_snapshot", "budget_reservation", "result",
+    "config_snapshot", "budget_reservation", "result", "agent_version_id",
 )  # fmt: skip
 _JSON_COLUMNS = frozenset(
     {"error_details", "input_request", "config_snapshot", "budget_reservation", "result"}
@@ -204,12 +205,16 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
     first_claim = execution.started_at is None
     crash_resume = execution.status == ExecutionStatus.RUNNING
     if crash_resume:
+        # The reaper releases (owner "") the runs of a worker gone by its heartbeat; a run
+        # still owned here was taken because its lease ran out.
+        released = execution.lease_owner == ""
         record_transition(
             execution,
             ExecutionStatus.RUNNING,
-            reason=f"resumed by {worker} after the previous lease expired",
+            reason=f"resumed by {worker} after "
+            + ("its worker was lost" if released else "the previous lease expired"),
             transition_type=TransitionType.RETRY,
-            triggered_by="lease_expired",
+            triggered_by="worker_lost" if released else "lease_expired",
             tx=tx,
         )
     else:
@@ -671,6 +676,7 @@ def finish_execution(
     _update_agent_stats(execution)
     _record_episode(execution)
     _record_usage(execution)
+    metrics.run_finished(execution)  # counted once this commits
     # Seed 004's two end events (DESIGN.md: "ai.execution.completed / failed"): a run that did
     # not complete — failed, timed out, cancelled — is "failed"; status and stop_reason tell
     # which. actions_taken and tokens_used are the seed's payload names.

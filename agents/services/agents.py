@@ -1,6 +1,7 @@
 """Writers for agent configuration: create, update, delete, activate, deactivate, duplicate and
 create from a template. Each validates its input (400 with field messages, nothing written),
-keeps the cron entry in step and emits seed 004's ``ai.agent.*`` event."""
+keeps the cron entry in step, records a version when the configuration changed
+(agents.services.versions) and emits seed 004's ``ai.agent.*`` event."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from django.db import IntegrityError, transaction
 from django.forms.models import model_to_dict
 from django.utils.text import slugify
 
-from agents.models import Agent, AgentConfig, AgentGoal, AgentTemplate
+from agents.models import Agent, AgentConfig, AgentGoal, AgentTemplate, AgentVersion
 from agents.schedules import InvalidCron, agent_schedule_remove, agent_schedule_sync, parse_cron
+from agents.services.versions import agent_version_record
 from agents.triggers import InvalidConditions, event_type_error, validate_conditions
 from core.events import event_emit
 from core.exceptions import ApplicationError
@@ -116,6 +118,7 @@ def _create(
     for name, value in fields.items():
         setattr(agent, name, value)
     _save(agent)
+    agent_version_record(agent=agent, user_id=user_id)  # version 1
     agent_schedule_sync(agent)
     _emit(
         agent,
@@ -129,8 +132,16 @@ def _create(
 
 
 @transaction.atomic
-def agent_update(*, agent: Agent, user_id: int | None = None, **fields: Any) -> Agent:
-    """Change fields; ``ai.agent.updated`` carries what changed, activation its own event."""
+def agent_update(
+    *,
+    agent: Agent,
+    user_id: int | None = None,
+    restored_from: AgentVersion | None = None,
+    **fields: Any,
+) -> Agent:
+    """Change fields; ``ai.agent.updated`` carries what changed (and the version a change of
+    the configuration made), activation its own event. ``restored_from``: the version whose
+    configuration ``fields`` are (agents.services.versions.agent_version_restore)."""
     _check_known(fields)
     validate_agent_fields(fields)
     before = model_to_dict(agent, fields=list(fields))
@@ -139,6 +150,7 @@ def agent_update(*, agent: Agent, user_id: int | None = None, **fields: Any) -> 
         setattr(agent, name, value)
     agent.updated_by_id = user_id
     _save(agent)
+    version = agent_version_record(agent=agent, user_id=user_id, restored_from=restored_from)
     agent_schedule_sync(agent)
     changes = {
         name: {"from": _jsonable(before.get(name)), "to": _jsonable(getattr(agent, name))}
@@ -146,7 +158,10 @@ def agent_update(*, agent: Agent, user_id: int | None = None, **fields: Any) -> 
         if before.get(name) != model_to_dict(agent, fields=[name]).get(name)
     }
     if changes:
-        _emit(agent, "ai.agent.updated", {"changes": changes}, user_id)
+        payload: dict[str, Any] = {"changes": changes}
+        if version is not None:
+            payload["version"] = version.number
+        _emit(agent, "ai.agent.updated", payload, user_id)
     if agent.is_active != was_active:
         state = "ai.agent.activated" if agent.is_active else "ai.agent.deactivated"
         _emit(agent, state, {"name": agent.name}, user_id)

@@ -13,6 +13,7 @@ import django_stubs_ext
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
+from psycopg_pool import ConnectionPool
 
 from config.env import env, service_urls
 
@@ -41,6 +42,7 @@ INSTALLED_APPS = [
     "usage",
     "crm",
     "live",
+    "ops",
     "channels",
     # The admin theme; before django.contrib.admin so that its templates win.
     "unfold",
@@ -63,6 +65,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz first: it reports on the database, so it must not need it (core/middleware.py).
+    "core.middleware.HealthCheckMiddleware",
+    # /metrics likewise: counters need no database (ops/middleware.py).
+    "ops.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -107,7 +113,16 @@ def _database(url: str, *, pooled: bool = False) -> dict[str, Any]:
             "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=2),
             "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=32),
             "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
+            # After an outage the pool retries a lost connection with a doubling delay (1, 2,
+            # 4, 8, 16 s...) until this; past it, it gives up and the next checkout connects at
+            # once. A short limit keeps a restarted server from waiting on a 16 s backoff.
+            "reconnect_timeout": env.float("DATABASE_POOL_RECONNECT_TIMEOUT", default=10.0),
         }
+        if env.bool("DATABASE_POOL_CHECK", default=False):
+            # Each connection tested when handed out (one round trip): what a web request
+            # wants after a database restart. A worker's steps skip it; the runtime checks
+            # the pool once when it meets a dead connection (core/database.py).
+            options["pool"]["check"] = ConnectionPool.check_connection
         config["CONN_MAX_AGE"] = 0  # the pool keeps connections; Django must not
     else:
         config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
@@ -205,6 +220,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=64)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker went away waits for it as long as it takes, reconnecting every 2 s
+# (config/celery_consumer.py), and keeps running the runs it holds (they need only PostgreSQL):
+# it does not give up after 100 attempts and exit, leaving them to a supervisor there may not be.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CONSUMER = "config.celery_consumer:BrokerConsumer"
+# Runs in flight are not cancelled when the broker connection drops (Celery 6 will cancel them
+# by default): they are durable in PostgreSQL and need no message; a duplicate is claimed once.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BEAT_SCHEDULER = "core.beat:DatabaseScheduler"
 CELERY_RESULT_EXPIRES = None  # no result backend, so no `celery.backend_cleanup` entry
 CELERY_TIMEZONE = TIME_ZONE
@@ -214,11 +237,20 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {
         "task": "agents.reap_expired_leases",
-        "schedule": env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0),
+        "schedule": env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=10.0),
     },
     "deliver-stranded-emails": {
         "task": "tools.deliver_stranded_emails",
         "schedule": 60.0,
+    },
+    # What is past each agency's retention (core/retention.py), in small batches.
+    "purge-runs-past-retention": {
+        "task": "agents.purge_past_retention",
+        "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
+    },
+    "purge-events-past-retention": {
+        "task": "core.purge_past_retention",
+        "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
     # Approvals and questions past their expires_at (agents' human_timeout_minutes) expire.
     "expire-waiting-decisions": {
@@ -243,7 +275,27 @@ AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = env.int(
 # --- Agent runtime ---------------------------------------------------------------------------
 # A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).
 AGENTDESK_LEASE_SECONDS = env.int("AGENTDESK_LEASE_SECONDS", default=300)
-AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=15.0)
+# Beat's lease reaper (agents.tasks.reap_expired_leases) runs this often: with the heartbeat
+# timeout below, it bounds how long a dead worker's runs and a restarted broker's lost messages
+# wait (at most timeout + interval, about 20 s).
+AGENTDESK_REAPER_INTERVAL_SECONDS = env.float("AGENTDESK_REAPER_INTERVAL_SECONDS", default=10.0)
+# Each worker process writes its heartbeat this often (ops/heartbeat.py); once it is this old
+# while another worker kept beating (or the process stopped), the reaper hands its runs to
+# another worker without waiting for their lease. Keep the timeout a few beats long: a worker
+# that misses it loses its runs (safely: its writes are fenced); a process with no heartbeat row
+# (an older version) keeps the lease only.
+AGENTDESK_HEARTBEAT_SECONDS = env.float("AGENTDESK_HEARTBEAT_SECONDS", default=3.0)
+AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS = env.float("AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS", default=10.0)
+if not 0 < AGENTDESK_HEARTBEAT_SECONDS * 3 <= AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS:
+    raise ImproperlyConfigured(
+        "AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS must be at least three times "
+        "AGENTDESK_HEARTBEAT_SECONDS."
+    )
+# A run whose database connection is lost mid-step waits this long for the database to answer
+# again, then goes on from its last commit (core/database.py); past it, the run is left to the
+# reaper (never failed for an outage). A run task that cannot claim its run for the same reason
+# is retried by Celery every few seconds, for at most this long.
+AGENTDESK_DB_OUTAGE_WAIT_SECONDS = env.float("AGENTDESK_DB_OUTAGE_WAIT_SECONDS", default=120.0)
 # A run parked until a time at most this far off (a `wait` timer, a provider's rate limit) is also
 # woken by a delayed Celery message at that time, not only by the reaper's next tick. Keep it
 # below the broker's visibility timeout (Redis: 1 h), which would deliver a longer-delayed
@@ -370,11 +422,50 @@ DEMO_APPROVER_USERNAME = env.str("AGENTDESK_DEMO_APPROVER_USERNAME", default="ap
 # web_search provider: registered name or dotted path; empty = search off (tools/web_search.py).
 AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")
 
+# --- Operations: metrics and traces (ops/, README "Operations: metrics and traces") -------------
+# Prometheus metrics: every process records its samples (runs, steps, model calls, tools...) and
+# GET /metrics serves the sum over all of them. `false`: nothing is recorded and /metrics is 404.
+AGENTDESK_METRICS = env.bool("AGENTDESK_METRICS", default=True)
+# Where web, worker and beat processes write their samples (prometheus-client's multiprocess
+# files, one set per process); shared by every process that /metrics should count (one host, or
+# a volume shared by the containers). `manage.py up` removes the last run's samples at start.
+PROMETHEUS_MULTIPROC_DIR = env.str(
+    "PROMETHEUS_MULTIPROC_DIR", default=str(BASE_DIR / ".data" / "prometheus")
+)
+# Who may scrape: a client presenting this bearer token, or one from these addresses/networks
+# without a token. A wrong token is refused even from an allowed address.
+AGENTDESK_METRICS_TOKEN = env.str("AGENTDESK_METRICS_TOKEN", default="")
+AGENTDESK_METRICS_ALLOWED_IPS = env.list(
+    "AGENTDESK_METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"]
+)
+# The scrape's own queries (approvals and questions waiting, queue depth) answer within this,
+# or their metrics are left out of that scrape (a database outage must not fail it).
+AGENTDESK_METRICS_QUERY_TIMEOUT_SECONDS = env.float(
+    "AGENTDESK_METRICS_QUERY_TIMEOUT_SECONDS", default=1.5
+)
+# OpenTelemetry traces of runs, exported over OTLP/HTTP when an endpoint is set (off otherwise:
+# the SDK is then never imported). OTEL_* variables the SDK reads (headers, sampler...) apply.
+AGENTDESK_OTLP_ENDPOINT = env.str(
+    "AGENTDESK_OTLP_ENDPOINT", default=env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+)
+AGENTDESK_TRACING = bool(AGENTDESK_OTLP_ENDPOINT)
+OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", default="agentdesk")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        # A run's lines carry its execution (and trace) ids after the logger's name.
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s%(run_context)s: %(message)s"}
+    },
+    "filters": {"run_context": {"()": "ops.log_context.RunContextFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["run_context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pgserver": {"level": "WARNING"},

@@ -2,8 +2,9 @@
 
 import os
 
+from config.env import env
 from config.settings.base import *  # noqa: F403
-from config.settings.base import DATABASES
+from config.settings.base import BASE_DIR, DATABASES
 
 # One database per test run, so that parallel runs on one machine do not drop each other's.
 # Subprocesses (a Celery worker, `manage.py up`) inherit the name through the environment.
@@ -16,6 +17,12 @@ for _alias in ("default", "owner"):
 # Tasks of this run go to its own queue: a worker of another run (or of `make run`) on the same
 # Redis never takes them, and this run's worker never takes theirs.
 CELERY_TASK_DEFAULT_QUEUE = os.environ["AGENTDESK_TEST_DB"]
+# Metrics samples of this run's processes (its workers inherit the variable), apart from those of
+# a platform or another test run on the same checkout; removed when the run ends (conftest).
+PROMETHEUS_MULTIPROC_DIR = env.str(
+    "PROMETHEUS_MULTIPROC_DIR",
+    default=str(BASE_DIR / ".data" / "prometheus-test" / os.environ["AGENTDESK_TEST_DB"]),
+)
 # Queues and control broadcasts (ping, ...) of this run live under their own Redis keys.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{os.environ['AGENTDESK_TEST_DB']}:"}
 

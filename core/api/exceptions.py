@@ -17,6 +17,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from core import database
 from core.exceptions import ApplicationError
 
 logger = logging.getLogger("agentdesk.api")
@@ -26,6 +27,11 @@ class PayloadTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request body is too large."
     default_code = "payload_too_large"
+
+
+UNAVAILABLE_CODE = "database_unavailable"
+UNAVAILABLE_MESSAGE = "The database is unavailable right now; try again in a few seconds."
+RETRY_AFTER_SECONDS = 5
 
 
 def error_body(code: str, message: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -84,6 +90,13 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
         return _validation_response(exc)
     if isinstance(exc, exceptions.APIException):
         return _api_exception_response(exc)
+    if database.is_transient(exc):  # an outage, not a bug: the client may retry
+        logger.warning("API request refused, database unavailable: %s", exc)
+        return Response(
+            error_body(UNAVAILABLE_CODE, UNAVAILABLE_MESSAGE),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     view = context.get("view")
     logger.error("Unhandled error in %s", type(view).__name__ if view else "API view", exc_info=exc)
     return Response(

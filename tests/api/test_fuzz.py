@@ -27,6 +27,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from agents.models import ExecutionStatus
+from agents.services import agent_update
 from core import tenancy
 from core.api_keys.services import api_key_create
 from core.models import Role
@@ -59,6 +60,10 @@ def world(db: None) -> World:
         )
         for _ in range(2)
     ]
+    with tenancy.agency_context(tenant.agency.id):
+        for agent in agents:  # versions 1 and 2 (factories write rows without versions)
+            agent_update(agent=agent, system_prompt="Fuzzed.")
+            agent_update(agent=agent, max_steps_per_run=5)
     executions = [ExecutionFactory.create(agent=agent) for agent in agents]
     ExecutionStepFactory.create(execution=executions[0], step_number=1)
     approvals = [

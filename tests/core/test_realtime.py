@@ -86,3 +86,20 @@ def test_a_message_finding_the_publisher_idle_goes_at_once_and_followers_share_a
     threading.Thread(target=put_later, args=("later",)).start()
     assert publisher._next_batch(0.0) == ["alone"]  # no window: what is queued, at once
     assert publisher._next_batch(0.0) == ["later"]
+
+
+def test_redis_down_is_one_warning_per_outage_and_a_bug_keeps_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failures = realtime._FailureLog()
+    with caplog.at_level("WARNING", logger="core.realtime"):
+        for _ in range(5):
+            failures.failed(ConnectionRefusedError("refused"), 3)
+        failures.succeeded()
+        failures.failed(RuntimeError("bug"), 2)
+    records = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    assert records == [
+        ("WARNING", "live updates are dropped until Redis answers again: refused", False),
+        ("WARNING", "live updates are sent again (Redis answers)", False),
+        ("ERROR", "broadcast of 2 messages failed", True),
+    ]

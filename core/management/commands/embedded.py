@@ -1,4 +1,10 @@
-"""``manage.py embedded {status,stop}``: inspect or stop the embedded PostgreSQL and Redis."""
+"""``manage.py embedded {status,start,stop,restart} [postgres|redis|all]``: the embedded
+PostgreSQL and Redis of this checkout, by hand.
+
+Loading the settings for this command starts nothing (config/env.py): ``status`` and ``stop``
+never start a server. A server started again listens where it did before (core/embedded.py), so
+running processes reconnect to the URLs they already have.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +17,37 @@ from core import embedded
 
 class Command(BaseCommand):
     help = (
-        "Show (status) or stop (stop) the embedded PostgreSQL and Redis of this checkout "
-        "(data under AGENTDESK_DATA_DIR, default .data/). Any other command starts them."
+        "Show, start, stop or restart the embedded PostgreSQL and Redis of this checkout (data "
+        "under AGENTDESK_DATA_DIR, default .data/). A restarted server keeps its address. "
+        "Every other command starts them when they are stopped."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=["status", "stop"])
+        parser.add_argument("action", choices=["status", "start", "stop", "restart"])
+        parser.add_argument(
+            "service",
+            nargs="?",
+            default="all",
+            choices=[*embedded.SERVICES, "all"],
+            help="one server, or both (default)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["action"] == "stop":
-            embedded.stop()
-        for name, pid in embedded.running_pids().items():
-            state = f"running (pid {pid})" if pid else "stopped"
-            self.stdout.write(f"{name}: {state}  [{embedded.data_dir()}]")
+        service = options["service"]
+        services = embedded.SERVICES if service == "all" else (service,)
+        action = options["action"]
+        if action == "start":
+            embedded.ensure_running(services)
+        elif action == "stop":
+            embedded.stop(services)
+        elif action == "restart":
+            embedded.restart(services)
+        root = embedded.data_dir()
+        for state in embedded.status(services):
+            if state.pid:
+                line = f"running (pid {state.pid}) at {state.address}"
+            elif state.address:
+                line = f"stopped (starts again at {state.address})"
+            else:
+                line = "stopped (never started)"
+            self.stdout.write(f"{state.name}: {line}  [{root}]")

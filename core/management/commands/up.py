@@ -30,6 +30,7 @@ from agents.llm.fake_server.demo import DEMO_MODEL, DemoModelServer
 from config.env import service_urls
 from core.demo import DemoSeed, demo_model_port, demo_seed
 from core.embedded import data_dir as embedded_data_dir
+from ops.metrics import multiprocess as metrics_directory
 
 STOP_TIMEOUT_S = 15
 RESTARTS_PER_MINUTE = 3
@@ -98,6 +99,8 @@ class Command(BaseCommand):
                 url = f"http://{LOOPBACK}:{demo_port}/v1"
                 self._report_seed(demo_seed(model_url=url))
             env = self._child_env(services, demo_port)
+            # The metrics of the platform starting now: the last run's samples go (ops.metrics).
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_directory.reset())
             for child in children:
                 self._start(child, env)
             self._wait_for_port(options["host"], options["port"])

@@ -1,0 +1,238 @@
+"""Agent versions: recorded by the agent services when a save changes the configuration, read by
+the admin and the API, compared field by field, and restored (as a new version).
+
+A version's ``config`` is the JSON form of the agent's :data:`~agents.models.VERSIONED_FIELDS`
+(:func:`config_of`); a save makes a version only when that form differs from the latest
+version's, so a save of switches (``is_active``), of stats, or of nothing makes none.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.http import Http404
+
+from agents.models import VERSIONED_FIELDS, Agent, AgentConfig, AgentVersion
+from core.exceptions import ApplicationError
+
+type VersionConfig = dict[str, Any]  # field name -> JSON value
+
+_FIELDS: dict[str, models.Field[Any, Any]] = {
+    f.name: f for f in AgentConfig._meta.concrete_fields if f.name in VERSIONED_FIELDS
+}
+# Past this length (or with a line break) a value is compared line by line.
+SHORT_TEXT = 80
+
+
+def _json_value(model_field: models.Field[Any, Any], value: Any) -> Any:
+    """The one JSON form of a field's value, whatever Python form it has in memory (a form's
+    ``Decimal("0.7")`` and the database's ``Decimal("0.70")`` must compare equal)."""
+    if isinstance(model_field, models.JSONField):
+        return value
+    if isinstance(model_field, ArrayField):
+        return [str(item) for item in value or []]
+    value = model_field.to_python(value)
+    if isinstance(value, Decimal):
+        places = getattr(model_field, "decimal_places", 2)
+        return str(value.quantize(Decimal(1).scaleb(-places)))
+    if isinstance(value, str):
+        return str(value)  # a TextChoices member as its plain value
+    return value
+
+
+def config_of(agent: Agent) -> VersionConfig:
+    """The agent's configuration as a version stores it."""
+    return {name: _json_value(f, getattr(agent, name)) for name, f in _FIELDS.items()}
+
+
+def config_fields(config: VersionConfig) -> dict[str, Any]:
+    """A stored configuration as model field values (for a restore). Fields added after the
+    version was made are left out (the agent keeps its values); fields since removed are
+    ignored."""
+    return {
+        name: _FIELDS[name].to_python(value) for name, value in config.items() if name in _FIELDS
+    }
+
+
+def changed_fields(before: VersionConfig | None, after: VersionConfig) -> list[str]:
+    if before is None:
+        return []
+    names = [*VERSIONED_FIELDS, *sorted((set(before) | set(after)) - set(VERSIONED_FIELDS))]
+    return [name for name in names if before.get(name) != after.get(name)]
+
+
+def agent_version_record(
+    *, agent: Agent, user_id: int | None, restored_from: AgentVersion | None = None
+) -> AgentVersion | None:
+    """Make a version of ``agent`` if its configuration differs from its latest version's (and
+    point ``agent.current_version`` at the latest either way). Returns the new version or None.
+
+    Preconditions: in the agent's agency transaction, right after this transaction wrote the
+    agent row (its UPDATE or INSERT). That row lock is what numbers versions one at a time: a
+    concurrent save of the same agent waits for it, then reads the version this one made. (The
+    unique (agent, number) constraint refuses a duplicate number whatever happens.) Runs never
+    take that lock: they read ``current_version_id`` with the agent row.
+    """
+    latest = (
+        AgentVersion.objects.filter(agent_id=agent.pk)
+        .order_by("-number")
+        .only("id", "number", "config")
+        .first()
+    )
+    config = config_of(agent)
+    if latest is not None and latest.config == config:
+        if agent.current_version_id != latest.pk:  # the row was saved from a stale copy
+            Agent.objects.filter(pk=agent.pk).update(current_version=latest)
+            agent.current_version = latest
+        return None
+    version = AgentVersion.objects.create(
+        agency_id=agent.agency_id,
+        agent=agent,
+        number=latest.number + 1 if latest else 1,
+        config=config,
+        change_summary=changed_fields(latest.config if latest else None, config),
+        created_by_id=user_id,
+        restored_from=restored_from,
+    )
+    Agent.objects.filter(pk=agent.pk).update(current_version=version)
+    agent.current_version = version
+    return version
+
+
+def agent_version_restore(
+    *, agent: Agent, version: AgentVersion, user_id: int | None = None
+) -> AgentVersion:
+    """Apply ``version``'s configuration to ``agent`` through :func:`agent_update` (validation,
+    ``ai.agent.updated``, the cron entry), which records it as a new version. A version whose
+    configuration is the agent's already is a 409 and changes nothing.
+
+    Precondition: in the agent's agency context."""
+    from agents.services.agents import agent_update  # noqa: PLC0415 - it calls this module
+
+    if version.agent_id != agent.pk:
+        raise Http404("No such version of this agent.")
+    if config_of(agent) == version.config:
+        raise ApplicationError(
+            "no_change",
+            f"Version {version.number}'s configuration is the agent's current one already.",
+            status=409,
+        )
+    agent_update(
+        agent=agent, user_id=user_id, restored_from=version, **config_fields(version.config)
+    )
+    current = agent.current_version
+    assert current is not None  # agent_update recorded the change
+    return current
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+
+def agent_versions(*, agent: Agent) -> models.QuerySet[AgentVersion]:
+    """The agent's versions, newest first (with who made them and what each restored).
+    Precondition: in the agent's agency context."""
+    return (
+        AgentVersion.objects.filter(agent_id=agent.pk)
+        .select_related("created_by", "restored_from")
+        .order_by("-number")
+    )
+
+
+def access_agent_version(*, agent: Agent, number: int | str) -> AgentVersion:
+    """Version ``number`` of ``agent``; a malformed or unknown number is the same 404.
+    Precondition: ``agent`` was fetched through the tenant's access (its versions are its
+    agency's)."""
+    text = str(number)
+    wanted = int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else 0
+    version = agent_versions(agent=agent).filter(number=wanted).first() if wanted > 0 else None
+    if version is None:
+        raise Http404("No such version of this agent.")
+    return version
+
+
+# --- comparing two ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DiffLine:
+    kind: Literal["added", "removed", "context", "hunk"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """One configuration field that differs between two versions. ``lines`` is a line diff
+    (difflib) for long or multi-line values, such as the system prompt; otherwise ``before``
+    and ``after`` are shown side by side."""
+
+    name: str
+    label: str
+    before: str
+    after: str
+    lines: list[DiffLine] = field(default_factory=list)
+
+
+MISSING = "(not set in this version)"
+
+
+def field_label(name: str) -> str:
+    """A configuration field's name as the agent editor labels it."""
+    model_field = _FIELDS.get(name)
+    label = str(model_field.verbose_name) if model_field is not None else name.replace("_", " ")
+    words = [ACRONYMS.get(word, word) for word in label.split(" ")]
+    return " ".join([words[0][:1].upper() + words[0][1:], *words[1:]])
+
+
+ACRONYMS = {"llm": "LLM", "url": "URL"}
+NONE = "(none)"
+
+
+def _text(value: Any, present: bool) -> str:
+    """A value as the diff shows it: text as it is; a list of names comma-separated, or one item
+    a line when that is long (constraints); other JSON indented."""
+    if not present:
+        return MISSING
+    if value in ("", []):
+        return NONE
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        joined = ", ".join(value)
+        short = len(joined) <= SHORT_TEXT and not any("," in item for item in value)
+        return joined if short else "\n".join(value)
+    return json.dumps(value, indent=2 if value else None, ensure_ascii=False, default=str)
+
+
+def version_diff(older: VersionConfig, newer: VersionConfig) -> list[FieldChange]:
+    """The fields that differ from ``older`` to ``newer``, in the configuration's order."""
+    changes = []
+    for name in changed_fields(older, newer):
+        before = _text(older.get(name), name in older)
+        after = _text(newer.get(name), name in newer)
+        lines: list[DiffLine] = []
+        if max(len(before), len(after)) > SHORT_TEXT or "\n" in before + after:
+            lines = _line_diff(before, after)
+        changes.append(FieldChange(name, field_label(name), before, after, lines))
+    return changes
+
+
+def _line_diff(before: str, after: str) -> list[DiffLine]:
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=2)
+    lines = []
+    for line in itertools.islice(diff, 2, None):  # after the "---" / "+++" file headers
+        if line.startswith("@@"):
+            lines.append(DiffLine("hunk", line))
+        elif line.startswith("+"):
+            lines.append(DiffLine("added", line[1:]))
+        elif line.startswith("-"):
+            lines.append(DiffLine("removed", line[1:]))
+        else:
+            lines.append(DiffLine("context", line[1:]))
+    return lines

@@ -1,0 +1,176 @@
+"""``GET /metrics``'s body: the samples every process wrote (summed over processes by
+prometheus-client's multiprocess collector) and the gauges computed when it is read.
+
+Computed at scrape time, each with its own short deadline so that a scrape never waits on a
+dependency that is down — what cannot be read is left out of that scrape, and
+``agentdesk_scrape_source_up{source}`` says so:
+
+- approvals and questions waiting for a person, and the age of the oldest (two indexed
+  aggregates over the pending rows of every agency, on the runtime role with the platform
+  context: row-level security lets nothing else through);
+- the Celery queue's depth (Redis ``LLEN`` of the default queue's keys, one per priority step).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Min
+from django.utils import timezone
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from ops.metrics import multiprocess
+
+logger = logging.getLogger(__name__)
+
+# kombu's Redis transport keeps a queue's messages of priority p (in 0-9) under
+# "<queue>\x06\x16<step>" for the steps 3, 6, 9, and under "<queue>" for the lowest.
+_PRIORITY_SEPARATOR = "\x06\x16"
+_PRIORITY_STEPS = (0, 3, 6, 9)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    count: int
+    oldest_age_seconds: float
+
+
+def render(accept: str = "") -> tuple[bytes, str]:
+    """The scrape's body and content type: the Prometheus text format, or OpenMetrics when the
+    scraper's ``Accept`` asks for it (the client library's own negotiation)."""
+    registry = CollectorRegistry(auto_describe=False)
+    path = multiprocess.directory()
+    path.mkdir(parents=True, exist_ok=True)  # no process has recorded anything yet
+    # Processes of this host killed since (SIGKILL, or a server that re-raises SIGTERM and so
+    # skips atexit) no longer count in the live gauges.
+    multiprocess.sweep_dead_processes(path)
+    MultiProcessCollector(registry, path=str(path))
+    registry.register(ScrapeTimeCollector())
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type
+
+
+class ScrapeTimeCollector(Collector):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        results = _read_all(
+            {"database": _waiting_for_people, "redis": _queue_depth},
+            timeout=settings.AGENTDESK_METRICS_QUERY_TIMEOUT_SECONDS,
+        )
+        up = GaugeMetricFamily(
+            "agentdesk_scrape_source_up",
+            "Whether this scrape could read the source of its scrape-time gauges (1) or left "
+            "them out (0).",
+            labels=["source"],
+        )
+        for source, value in results.items():
+            up.add_metric([source], 0 if value is None else 1)
+        yield up
+        people = results["database"]
+        if people is not None:
+            yield from _people_families(people)
+        depths = results["redis"]
+        if depths is not None:
+            depth = GaugeMetricFamily(
+                "agentdesk_queue_depth",
+                "Messages waiting in the Celery queue for a worker (runs, resumes, tasks).",
+                labels=["queue"],
+            )
+            for queue, length in depths.items():
+                depth.add_metric([queue], length)
+            yield depth
+
+
+def _people_families(people: dict[str, Waiting]) -> Iterator[GaugeMetricFamily]:
+    for name, what in (("approvals", "Approvals"), ("questions", "Questions")):
+        waiting = people[name]
+        yield GaugeMetricFamily(
+            f"agentdesk_{name}_waiting",
+            f"{what} waiting for a person now (every agency).",
+            value=waiting.count,
+        )
+        yield GaugeMetricFamily(
+            f"agentdesk_{name}_waiting_oldest_age_seconds",
+            f"Age of the oldest of the {name} waiting now (0 when none waits).",
+            value=waiting.oldest_age_seconds,
+        )
+
+
+def _read_all(readers: dict[str, Callable[[], Any]], *, timeout: float) -> dict[str, Any | None]:
+    """Every reader at once; ``None`` for one that failed or did not answer within ``timeout``
+    (its thread ends in the background, bounded by its own timeouts)."""
+    pool = ThreadPoolExecutor(max_workers=len(readers), thread_name_prefix="metrics-scrape")
+    try:
+        futures = {name: pool.submit(reader) for name, reader in readers.items()}
+        wait(futures.values(), timeout=timeout)
+        results: dict[str, Any | None] = {}
+        for name, future in futures.items():
+            if not future.done():
+                logger.warning("metrics: %s did not answer within %s s; left out", name, timeout)
+                results[name] = None
+            elif (error := future.exception()) is not None:
+                logger.warning(
+                    "metrics: %s unavailable (%s: %s); left out", name, type(error).__name__, error
+                )
+                results[name] = None
+            else:
+                results[name] = future.result()
+        return results
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _waiting_for_people() -> dict[str, Waiting]:
+    from approvals.models import Approval, ApprovalStatus, Question, QuestionStatus  # noqa: PLC0415
+    from core import tenancy  # noqa: PLC0415
+
+    now = timezone.now()
+    try:
+        with tenancy.platform_context():
+            approvals = Approval.objects.filter(status=ApprovalStatus.PENDING).aggregate(
+                n=Count("id"), oldest=Min("created_at")
+            )
+            questions = Question.objects.filter(status=QuestionStatus.PENDING).aggregate(
+                n=Count("id"), oldest=Min("created_at")
+            )
+    finally:
+        connection.close()  # this thread's: back to the pool
+    return {
+        name: Waiting(
+            count=row["n"],
+            oldest_age_seconds=max(0.0, (now - row["oldest"]).total_seconds())
+            if row["oldest"]
+            else 0.0,
+        )
+        for name, row in (("approvals", approvals), ("questions", questions))
+    }
+
+
+def _queue_depth() -> dict[str, int]:
+    from config.celery_app import app  # noqa: PLC0415 - the Celery app loads the settings
+
+    queue = str(app.conf.task_default_queue)
+    prefix = str((app.conf.broker_transport_options or {}).get("global_keyprefix", ""))
+    keys = [
+        prefix + (queue if step == 0 else f"{queue}{_PRIORITY_SEPARATOR}{step}")
+        for step in _PRIORITY_STEPS
+    ]
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.llen(key)
+        lengths = pipe.execute()
+    finally:
+        client.close()
+    return {queue: sum(int(n) for n in lengths)}

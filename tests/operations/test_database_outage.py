@@ -1,0 +1,158 @@
+"""PostgreSQL restarted under a batch of runs (a fast shutdown, as an operator or a failover
+does it, down for a few seconds): no run fails, none is left behind, no tool is applied twice,
+and runs started once it is back complete although the worker's pool held connections that died
+with the old server. Real embedded PostgreSQL, real worker process, fake provider server.
+
+Also the web side: while the database is down, /healthz answers 503 naming it within 2 s and
+the API answers 503 ``database_unavailable``, not a 500 page or a hang."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from django.db import connections
+
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
+from agents.models import Agent, Execution, ExecutionStatus
+from agents.services import execution_create
+from core import database, embedded, tenancy
+from crm.models import Contact, Note
+from tests.processes import AsgiServer, Worker, wait_for
+
+pytestmark = pytest.mark.slow
+BEFORE = 8  # runs in flight when PostgreSQL goes down
+AFTER = 8  # runs started once it is back
+DOWN_SECONDS = 5.0
+
+
+def _pg_ctl(*args: str) -> None:
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
+    user = "pgserver" if embedded.os.geteuid() == 0 else None
+    pg_ctl(["-w", *args], pgdata=embedded.data_dir() / "pg", user=user, timeout=60)
+
+
+@pytest.fixture
+def embedded_postgres() -> None:
+    if embedded.running_pids()["postgres"] is None:
+        pytest.skip("the suite does not run on the embedded PostgreSQL of this checkout")
+
+
+def _drop_connections() -> None:
+    """This process's connections died with the server: forget them (the pool's too)."""
+    for conn in connections.all():
+        conn.close()
+
+
+def _reconnect() -> None:
+    _drop_connections()
+    database.wait_until_available(timeout=30)
+
+
+@pytest.fixture
+def restart_postgres(embedded_postgres: None) -> Iterator[Callable[[float], None]]:
+    """Stop PostgreSQL (fast shutdown: connections are cut), wait, start it again (same data
+    folder, socket and port)."""
+    stopped: list[bool] = []
+
+    def restart(down: float) -> None:
+        _drop_connections()
+        _pg_ctl("-m", "fast", "stop")
+        stopped.append(True)
+        time.sleep(down)
+        _pg_ctl("restart")  # reuses the options of the previous start (postmaster.opts)
+        stopped.pop()
+        _reconnect()
+
+    yield restart
+    if stopped:  # a failure left it down: the rest of the suite needs it
+        _pg_ctl("restart")
+    _reconnect()
+
+
+def _agent(make_agent: Callable[..., Agent], server: FakeProviderServer) -> tuple[Agent, Contact]:
+    agent = make_agent(allowed_tools=["crm_*"], timeout_seconds=120)
+    with tenancy.agency_context(agent.agency_id):
+        contact = Contact.objects.create(agency_id=agent.agency_id, first_name="Ola")
+    note = tool_call_reply("crm_add_note", {"contact_id": str(contact.id), "content": "Call."})
+    server.set_responder(
+        # The first reply takes a while: the outage comes while the runs wait for the model.
+        by_turn(Reply(tool_calls=note.tool_calls, latency=2.0), text_reply("Noted.")),
+        key=agent.llm_model,
+    )
+    return agent, contact
+
+
+def _start(agent: Agent, n: int) -> list[Execution]:
+    with tenancy.agency_context(agent.agency_id):
+        runs = [execution_create(agent=agent, input="Note the call.") for _ in range(n)]
+    assert all(run is not None for run in runs)
+    return [run for run in runs if run is not None]
+
+
+def test_runs_ride_out_a_postgresql_restart_and_runs_after_it_complete(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    restart_postgres: Callable[[float], None],
+) -> None:
+    agent, contact = _agent(make_agent, fake_llm_server)
+    worker = Worker(concurrency=32).start()
+    try:
+        before = _start(agent, BEFORE)
+        deadline = time.monotonic() + 30
+        while len(fake_llm_server.requests_for(agent.llm_model)) < BEFORE:
+            assert time.monotonic() < deadline, "the runs never called the model"
+            time.sleep(0.05)
+        restart_postgres(DOWN_SECONDS)
+        after = _start(agent, AFTER)
+        finished = [wait_for(run, timeout=90) for run in before + after]
+    finally:
+        worker.stop()
+    outcomes = {run.status for run in finished}
+    assert outcomes == {ExecutionStatus.COMPLETED}, [
+        (run.status, run.error) for run in finished if run.status != ExecutionStatus.COMPLETED
+    ]
+    with tenancy.agency_context(agent.agency_id):
+        notes = Note.objects.filter(contact=contact).count()
+    assert notes == BEFORE + AFTER  # each run's note exactly once
+
+
+def test_healthz_and_the_api_answer_503_fast_while_the_database_is_down(
+    live_db: None, asgi_server: AsgiServer, embedded_postgres: None
+) -> None:
+    # Each request must answer well before this (a hang fails it): /healthz's deadline is
+    # 1.8 s, the web's pool timeout 5 s (a worker's is 30 s).
+    with httpx.Client(base_url=asgi_server.url, timeout=10) as client:
+        assert client.get("/healthz").json()["checks"]["database"]["ok"] is True
+        _drop_connections()
+        _pg_ctl("-m", "fast", "stop")
+        try:
+            health = client.get("/healthz")
+            api = client.get("/api/v1/agents/", headers={"Authorization": "Bearer ak_x.y"})
+            page = client.get("/admin/login/")
+        finally:
+            _pg_ctl("restart")
+            _reconnect()
+        assert health.status_code == 503
+        assert "database" in health.json()["down"]
+        assert api.status_code == 503, api.text[:300]
+        assert api.json()["code"] == "database_unavailable"
+        assert api.headers["Retry-After"]
+        assert page.status_code == 503
+        assert "unavailable" in page.text
+        # Back: the probe, then a request that needs the database, which may wait out the pool
+        # reconnecting (no worker runs here, so the Celery check stays down).
+        deadline = time.monotonic() + 20
+        while not client.get("/healthz").json()["checks"]["database"]["ok"]:
+            assert time.monotonic() < deadline, "healthz did not see the database back"
+            time.sleep(0.2)
+        pages = [client.get("/admin/login/").status_code]
+        while pages[-1] != 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pages.append(client.get("/admin/login/").status_code)
+        assert pages[-1] == 200, pages
+        assert set(pages) <= {200, 503}, pages  # refused cleanly while reconnecting, never a 500
