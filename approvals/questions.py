@@ -25,6 +25,7 @@ from agents.runtime import store
 from agents.services import execution_resume
 from approvals import notify
 from approvals.models import CorrectionChoice, Question, QuestionKind, QuestionStatus
+from approvals.waiting import end_waiting_run, lock_with_run
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
@@ -128,12 +129,6 @@ def correction_question(tool_name: str, failures: list[ToolCall]) -> str:
 
 
 # --- answer and expiry ----------------------------------------------------------------------------
-def _locked(question: Question) -> tuple[Execution, Question]:
-    execution_id = Question.objects.values_list("execution_id", flat=True).get(pk=question.pk)
-    execution = Execution.objects.select_for_update().get(pk=execution_id)
-    return execution, Question.objects.select_for_update().get(pk=question.pk)
-
-
 def _check_answer(question: Question, answer: str) -> None:
     if not answer:
         raise ApplicationError("answer_required", "Write an answer (or stop the run).")
@@ -154,7 +149,7 @@ def question_answer(
     it observes. ``stop``: the person ends the run instead. Precondition: agency context."""
     answer = answer.strip()
     with transaction.atomic():
-        execution, locked = _locked(question)
+        execution, locked = lock_with_run(question)
         if locked.status != QuestionStatus.PENDING:
             who = f" by {locked.responded_by}" if locked.responded_by_id else ""
             raise ApplicationError(
@@ -217,7 +212,7 @@ def question_expire(question: Question, *, now: datetime.datetime) -> bool:
     """Expire ``question`` if it is still pending past its ``expires_at``; its run ends
     ``question_expired``. ``False`` when an answer came first. Precondition: agency context."""
     with transaction.atomic():
-        execution, locked = _locked(question)
+        execution, locked = lock_with_run(question)
         if (
             locked.status != QuestionStatus.PENDING
             or locked.expires_at is None
@@ -234,14 +229,12 @@ def question_expire(question: Question, *, now: datetime.datetime) -> bool:
         )
         _end_call(locked, "question_expired", message, now=now)
         _emit(locked, "ai.question.expired", user_id=None)
-        if execution.status == ExecutionStatus.WAITING_INPUT:
-            store.finish_execution(
-                execution,
-                status=ExecutionStatus.TIMED_OUT,
-                stop_reason=StopReason.QUESTION_EXPIRED,
-                error=message,
-            )
-            execution.save()
+        end_waiting_run(
+            execution,
+            waiting=ExecutionStatus.WAITING_INPUT,
+            stop_reason=StopReason.QUESTION_EXPIRED,
+            error=message,
+        )
         return True
 
 

@@ -14,11 +14,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import Agent, Execution, ExecutionStatus, StopReason, TransitionType
+from agents.models import Agent, ExecutionStatus, StopReason, TransitionType
 from agents.runtime import store
 from agents.services import enqueue_execution
 from approvals import notify
 from approvals.models import Approval, ApprovalStatus
+from approvals.waiting import end_waiting_run, lock_with_run
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
@@ -32,12 +33,6 @@ REASON_MAX_CHARS = 2000
 def expiry_for(agent: Agent, *, now: datetime.datetime | None = None) -> datetime.datetime:
     """When a request for a person made now expires (the agent's ``human_timeout_minutes``)."""
     return (now or timezone.now()) + datetime.timedelta(minutes=agent.human_timeout_minutes)
-
-
-def _locked(approval: Approval) -> tuple[Execution, Approval]:
-    execution_id = Approval.objects.values_list("execution_id", flat=True).get(pk=approval.pk)
-    execution = Execution.objects.select_for_update().get(pk=execution_id)
-    return execution, Approval.objects.select_for_update().get(pk=approval.pk)
 
 
 def _already(locked: Approval) -> ApplicationError:
@@ -91,7 +86,7 @@ def approval_decide(
     if approve and continue_run:
         raise ApplicationError("continue_not_allowed", "Only a deny chooses how the run goes on.")
     with transaction.atomic():
-        execution, locked = _locked(approval)
+        execution, locked = lock_with_run(approval)
         if locked.status != ApprovalStatus.PENDING:
             raise _already(locked)
         if (
@@ -149,7 +144,7 @@ def approval_expire(approval: Approval, *, now: datetime.datetime) -> bool:
     and the run ends ``approval_expired``. ``False`` when a decision came first (decided on the
     locked rows). Precondition: in the approval's agency context."""
     with transaction.atomic():
-        execution, locked = _locked(approval)
+        execution, locked = lock_with_run(approval)
         if (
             locked.status != ApprovalStatus.PENDING
             or locked.expires_at is None
@@ -171,14 +166,12 @@ def approval_expire(approval: Approval, *, now: datetime.datetime) -> bool:
             updated_at=now,
         )
         _emit(locked, "ai.approval.expired", user_id=None)
-        if execution.status == ExecutionStatus.WAITING_APPROVAL:
-            store.finish_execution(
-                execution,
-                status=ExecutionStatus.TIMED_OUT,
-                stop_reason=StopReason.APPROVAL_EXPIRED,
-                error=message,
-            )
-            execution.save()
+        end_waiting_run(
+            execution,
+            waiting=ExecutionStatus.WAITING_APPROVAL,
+            stop_reason=StopReason.APPROVAL_EXPIRED,
+            error=message,
+        )
         return True
 
 

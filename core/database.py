@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 
 import psycopg
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
-from psycopg_pool import PoolTimeout
+from django.db import InterfaceError, OperationalError, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 logger = logging.getLogger(__name__)
 # Between probes while the database is down: short at first (a blip), then every 2 s.
@@ -91,3 +93,74 @@ def wait_until_available(timeout: float | None = None) -> float:
             raise Unavailable(f"the database did not answer for {limit:.0f} s")
         time.sleep(PROBE_DELAYS[min(attempt, len(PROBE_DELAYS) - 1)])
     raise Unavailable("unreachable")
+
+
+def answers_fresh_connection(db: BaseDatabaseWrapper, *, timeout: int = 2) -> None:
+    """A query on a new connection, not one of the pool's (which may still hold dead ones, or
+    make the caller wait its whole timeout). Raises what connecting or the query raised."""
+    params = db.settings_dict
+    with psycopg.connect(
+        dbname=params["NAME"],
+        user=params["USER"],
+        password=params["PASSWORD"],
+        host=params["HOST"] or None,
+        port=params["PORT"] or None,
+        connect_timeout=timeout,
+        autocommit=True,
+    ) as conn:
+        conn.execute("SELECT 1").fetchone()
+
+
+_replacing = threading.Lock()
+
+
+def refused_for_outage(exc: BaseException, what: str) -> None:
+    """A web request is refused (503) because the database could not serve it: logged, and a
+    pool that stalls once the database answers again is replaced.
+
+    While the database is down, waiting the pool's whole timeout for a connection is expected.
+    Once a new connection goes through, a pool that still gives none is stalled (between
+    reconnection attempts, or short of connections some thread never gave back): its figures
+    are logged and the next request gets a new pool, instead of the site answering 503 for as
+    long as the pool's own recovery takes."""
+    logger.warning("%s refused, database unavailable: %s", what, exc)
+    if not _caused_by_pool_timeout(exc):
+        return
+    pool: ConnectionPool | None = getattr(connection, "pool", None)
+    if pool is None:
+        return
+    if not _replacing.acquire(blocking=False):  # another request is at it
+        return
+    try:
+        try:
+            answers_fresh_connection(connection)
+        except Exception:
+            return  # still down: the pool is right to wait
+        _replace(pool)
+    finally:
+        _replacing.release()
+
+
+def _replace(pool: ConnectionPool) -> None:
+    wrapper = connections[connection.alias]  # `connection` is a proxy to it
+    pools: dict[str, ConnectionPool] = getattr(type(wrapper), "_connection_pools", {})
+    if pools.get(connection.alias) is not pool:  # Django's cache, per alias: replaced already
+        return
+    logger.warning(
+        "the database answers but its pool gave no connection: replacing it (%s)",
+        pool.get_stats(),
+    )
+    del pools[connection.alias]
+    # Closing waits for its threads: not on this request's time.
+    threading.Thread(target=pool.close, name="close-stalled-pool", daemon=True).start()
+
+
+def _caused_by_pool_timeout(exc: BaseException) -> bool:
+    current: BaseException | None = exc
+    for _ in range(10):
+        if current is None:
+            return False
+        if isinstance(current, PoolTimeout):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

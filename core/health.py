@@ -7,13 +7,13 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypedDict
 
-import psycopg
 import redis
 from celery import Celery
 from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from config.celery_app import app as celery_app
+from core import database
 
 # /healthz answers within this (a load balancer's probe should not hang on a dead dependency).
 DEADLINE_SECONDS = 1.8
@@ -40,21 +40,7 @@ def _timed(probe: Any) -> CheckResult:
 def check_database(connection: BaseDatabaseWrapper) -> CheckResult:
     """A new connection, not one of the pool's: after a restart the pool may still hold dead
     ones (and wait its whole timeout for a live one), and the probe must tell the truth fast."""
-    params = connection.settings_dict
-
-    def probe() -> None:
-        with psycopg.connect(
-            dbname=params["NAME"],
-            user=params["USER"],
-            password=params["PASSWORD"],
-            host=params["HOST"] or None,
-            port=params["PORT"] or None,
-            connect_timeout=2,
-            autocommit=True,
-        ) as conn:
-            conn.execute("SELECT 1").fetchone()
-
-    return _timed(probe)
+    return _timed(lambda: database.answers_fresh_connection(connection))
 
 
 def run_checks(

@@ -66,14 +66,14 @@ class TenantMiddleware:
             return self._scoped(request)
         except Exception as exc:  # opening the tenant transaction, or the user's session
             if database.is_transient(exc):
-                logger.warning("request refused, database unavailable: %s", exc)
+                database.refused_for_outage(exc, "request")
                 return database_unavailable(request)
             raise
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         """A view that lost the database answers 503, not a 500 (or the debug page)."""
         if database.is_transient(exception):
-            logger.warning("request refused, database unavailable: %s", exception)
+            database.refused_for_outage(exception, "request")
             return database_unavailable(request)
         return None
 

@@ -91,7 +91,7 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
     if isinstance(exc, exceptions.APIException):
         return _api_exception_response(exc)
     if database.is_transient(exc):  # an outage, not a bug: the client may retry
-        logger.warning("API request refused, database unavailable: %s", exc)
+        database.refused_for_outage(exc, "API request")
         return Response(
             error_body(UNAVAILABLE_CODE, UNAVAILABLE_MESSAGE),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,

@@ -5,6 +5,7 @@ import uuid
 import pytest
 from celery import Celery
 from django.conf import settings
+from django.db import OperationalError
 from django.test import Client
 
 from core.health import check_celery
@@ -46,3 +47,35 @@ def test_the_project_app_stays_the_current_celery_app() -> None:
     from config.celery_app import app
 
     assert current_app.main == app.main
+
+
+class TestAPoolThatStallsOnceTheDatabaseAnswers:
+    """``refused_for_outage``: a request refused for a pool timeout while a new connection goes
+    through means the pool is stalled; it is replaced. (While the database is down it is kept:
+    tests/operations/test_database_outage.py.)"""
+
+    def test_is_replaced_and_the_next_request_gets_a_new_pool(
+        self, django_db_setup: None, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        from django.db import connection
+        from psycopg_pool import PoolTimeout
+
+        from core import database
+
+        stalled = connection.pool  # type: ignore[attr-defined]
+        assert stalled is not None
+        try:
+            raise OperationalError("no connection") from PoolTimeout("after 5.00 sec")
+        except OperationalError as exc:
+            database.refused_for_outage(exc, "request")
+        assert connection.pool is not stalled  # type: ignore[attr-defined]
+        assert "replacing it" in caplog.text
+
+    def test_other_failures_leave_the_pool_alone(self, django_db_setup: None) -> None:
+        from django.db import connection
+
+        from core import database
+
+        pool = connection.pool  # type: ignore[attr-defined]
+        database.refused_for_outage(OperationalError("server closed the connection"), "request")
+        assert connection.pool is pool  # type: ignore[attr-defined]

@@ -317,7 +317,8 @@ def test_the_reaper_counts_the_runs_of_lost_workers_it_delivers_again(live_db: N
     assert value(after, name, kind="worker_lost") - value(before, name, kind="worker_lost") >= 1
     with tenancy.agency_context(lost.agency_id):
         lost.refresh_from_db()
-    assert lost.lease_owner == ""  # released for a new delivery
+    # Released for a new delivery (which a worker of this suite may already have claimed).
+    assert lost.lease_owner != "gone-host:1:1"
 
 
 def test_reaper_redeliveries_are_counted_by_kind() -> None:
