@@ -4,7 +4,9 @@ ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DJANGO_SETTINGS_MODULE=config.settings
 WORKDIR /app
 COPY pyproject.toml constraints.txt ./
 COPY . .
-RUN pip install -c constraints.txt . && python -m compileall -q . \
+# uv, not pip: pyproject's exclude-dependencies keeps PyTorch out (docs/decisions/0006).
+RUN pip install "uv>=0.10" && uv pip install --system -c constraints.txt . \
+    && python -m compileall -q . \
     && useradd --system --home /app agentdesk \
     && mkdir -p /var/lib/agentdesk/metrics && chown agentdesk /var/lib/agentdesk/metrics \
     && DJANGO_SECRET_KEY=build DJANGO_ALLOWED_HOSTS=x AGENTDESK_ENCRYPTION_KEYS=build \

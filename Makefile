@@ -20,8 +20,9 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || { py=$$($(FIND_PYTHON)) && echo "creating $(VENV) with $$py" && "$$py" -m venv $(VENV); }
-	@# uv resolves and installs the pinned set in seconds where pip takes over a minute.
-	$(PY) -m pip install --quiet --disable-pip-version-check "uv>=0.5"
+	@# uv resolves and installs the pinned set in seconds where pip takes over a minute; from 0.10
+	@# it honours pyproject's exclude-dependencies (no PyTorch: docs/decisions/0006).
+	$(PY) -m pip install --quiet --disable-pip-version-check "uv>=0.10"
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[dev]"
 	@touch $(STAMP)
 

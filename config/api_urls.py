@@ -9,6 +9,7 @@ from core.api.views_misc import api_not_found
 
 v1: list[URLPattern | URLResolver] = [
     path("", include("agents.api.urls")),
+    path("", include("memory.api.urls")),
     path("", include("approvals.api.urls")),
     path("", include("tools.api.urls")),
     path("", include("usage.api.urls")),

@@ -66,6 +66,18 @@ class AgencyAdmin(NotFoundIs404Mixin, ModelAdmin):
                 ),
             },
         ),
+        (
+            "Memory embeddings",
+            {
+                "fields": ["embedding_provider", "embedding_model"],
+                "description": (
+                    "The model that embeds this agency's memories and episodes (the local model "
+                    "works offline, with no key). After a change, run "
+                    "<code>manage.py reembed_memories --agency SLUG</code>: until then, searches "
+                    "only see memories embedded by the new model."
+                ),
+            },
+        ),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
 

@@ -50,6 +50,7 @@ GROUPS: list[tuple[str, list[Item]]] = [
         "Memory",
         [
             ("Memories", "psychology", "memory.Memory"),
+            ("Memory changes", "difference", "memory.MemoryChange"),
             ("Episodes", "history_edu", "memory.Episode"),
             ("Conversations", "chat", "memory.Conversation"),
         ],

@@ -28,6 +28,15 @@ def default_enabled_modules() -> list[str]:
     return list(BUILTIN_MODULES)
 
 
+class EmbeddingProvider(models.TextChoices):
+    """Who embeds an agency's memories (memory/embeddings/). The OpenAI kinds take their key and
+    base URL from the agency's LLM provider row of the same kind."""
+
+    LOCAL = "local", "Local model (offline)"
+    OPENAI = "openai", "OpenAI"
+    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible server"
+
+
 class Agency(models.Model):
     """The tenant. Row-level security limits every agency-owned table to one agency at a time."""
 
@@ -78,12 +87,35 @@ class Agency(models.Model):
         default=30,
         help_text="Trigger log rows older than this are deleted. Empty: keep forever.",
     )
+    # The model that embeds this agency's memories and episodes (memory.embeddings). Searches
+    # compare only vectors of the current model: after a change, `manage.py reembed_memories`.
+    embedding_provider = models.CharField(
+        max_length=32,
+        choices=EmbeddingProvider.choices,
+        default=EmbeddingProvider.LOCAL,
+        help_text="Who embeds memories for semantic search. OpenAI kinds use the agency's LLM "
+        "provider of that kind (key, base URL). After a change, existing memories are found by "
+        "their words only until `manage.py reembed_memories` has embedded them again.",
+    )
+    embedding_model = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Empty: the provider's default (local: all-MiniLM-L6-v2; OpenAI: "
+        "text-embedding-3-small). A server's model must return vectors of the platform's size "
+        "(AGENTDESK_EMBEDDING_DIMENSIONS).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "agencies"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(embedding_provider__in=EmbeddingProvider.values),
+                name="core_agency_embedding_provider_valid",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

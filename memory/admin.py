@@ -1,49 +1,273 @@
-"""Agent memory, read-only: memories (deletable, to make an agent forget a wrong fact), episodes
-and conversations. Embeddings are never shown raw: 1536 floats tell a person nothing."""
+"""Agent memory in the admin: memories (browse, search by meaning, add, edit, delete for good),
+what consolidation changed (read-only), episodes and conversations (read-only). Embeddings are
+never shown raw: hundreds of floats tell a person nothing.
+
+The changelist's search box searches by meaning once an agent is picked in the filter
+(:func:`memory.search.search_memories`, hybrid: embeddings and words, best first, with a score
+column); across agents it matches words. Writes go through :mod:`memory.services`: a changed
+content is embedded again after the request (``memory.embed_pending``), a delete is a real one.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
-from django.db.models import Model, QuerySet
-from django.http import HttpRequest
+import uuid
+from typing import Any
 
-from agents.admin.common import id_column, json_display
+from django.contrib import admin, messages
+from django.db.models import Case, FloatField, IntegerField, Model, Q, QuerySet, Value, When
+from django.forms import ModelForm
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString
+
+from agents.admin.common import (
+    COMPACT_WIDGETS,
+    EMPTY,
+    id_column,
+    json_display,
+    link,
+)
+from agents.models import Agent
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
-from memory.models import Conversation, Episode, Memory
+from core.exceptions import ApplicationError
+from memory.models import Conversation, Episode, Memory, MemoryChange
+from memory.search import search_memories
+from memory.services import memory_delete, memory_store, memory_update
+from memory.validation import UPDATABLE_FIELDS, clean_memory_fields
 
 AGENT_FILTER = ("agent", admin.RelatedOnlyFieldListFilter)
+AGENT_PARAM = "agent__id__exact"  # the agent filter's query parameter
+SEARCH_K = 50  # results of a search by meaning (one page)
+EDITABLE_FIELDS = (
+    "agent", "memory_type", "content", "subject_type", "subject_id", "importance", "confidence",
+    "tags", "expires_at", "source", "metadata",
+)  # fmt: skip
+USE_FIELDS = (
+    "embedding_summary", "access_count", "last_accessed_at", "site", "execution", "created_at",
+    "updated_at", "changes",
+)  # fmt: skip
+
+
+def embedding_summary(obj: Memory | Episode | None) -> str:
+    if obj is None or obj.embedding is None:
+        return "not embedded yet (found by its words only)"
+    model = f" from {obj.embedding_model}" if obj.embedding_model else ""
+    return f"{len(obj.embedding)}-dimensional vector{model}"
+
+
+class EmbeddedFilter(admin.SimpleListFilter):
+    title = "embedding"
+    parameter_name = "embedded"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Embedded"), ("no", "Pending")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "yes":
+            return queryset.filter(embedding__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(embedding__isnull=True)
+        return queryset
+
+
+class ExpiredFilter(admin.SimpleListFilter):
+    title = "expiry"
+    parameter_name = "expired"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "Current"), ("yes", "Expired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        now = timezone.now()
+        if self.value() == "yes":
+            return queryset.filter(expires_at__lte=now)
+        if self.value() == "no":
+            return queryset.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        return queryset
+
+
+class MemoryForm(ModelForm[Memory]):
+    """The model's fields, checked by the service's rules (a bad value is a form error)."""
+
+    class Meta:
+        model = Memory
+        fields = [
+            "agent", "memory_type", "content", "subject_type", "subject_id", "confidence",
+            "importance", "tags", "expires_at", "source", "metadata",
+        ]  # fmt: skip
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        values = {
+            name: cleaned[name]
+            for name in UPDATABLE_FIELDS
+            if name in cleaned and (name in self.changed_data or self.instance._state.adding)
+        }
+        try:
+            cleaned.update(clean_memory_fields(values, new=self.instance._state.adding))
+        except ApplicationError as exc:
+            for field, errors in exc.extra.get("fields", {"content": [exc.message]}).items():
+                self.add_error(field if field in self.fields else None, errors)
+        return cleaned
 
 
 @admin.register(Memory)
-class MemoryAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+class MemoryAdmin(AgencyScopedAdmin):
+    form = MemoryForm
+    formfield_overrides = COMPACT_WIDGETS
     list_display = [
         "__str__", "agent", "memory_type", "importance", "confidence", "access_count",
-        "created_at",
+        "embedded", "score", "expires_at", "created_at",
     ]  # fmt: skip
-    list_filter = ["memory_type", "importance", AGENT_FILTER]
+    list_filter = ["memory_type", "importance", AGENT_FILTER, EmbeddedFilter, ExpiredFilter]
     list_select_related = ["agent"]
     date_hierarchy = "created_at"
     search_fields = ["content", "subject_type", "source"]
+    search_help_text = (
+        "With an agent picked in the filter: search by meaning (best first, with a score). "
+        "Otherwise: memories containing these words."
+    )
     metadata_pretty = json_display("metadata", "Metadata")
-    fields = [
-        "agent", "site", "execution", "memory_type", "subject_type", "subject_id", "content",
-        "embedding_summary", "confidence", "importance", "source", "tags", "metadata_pretty",
-        "access_count", "last_accessed_at", "expires_at", "created_at",
+    readonly_fields = [
+        "site", "execution", "embedding_summary", "access_count", "last_accessed_at",
+        "created_at", "updated_at", "changes",
     ]  # fmt: skip
+    fieldsets = [
+        (None, {"fields": EDITABLE_FIELDS}),
+        ("Use and origin", {"fields": USE_FIELDS}),
+    ]
 
     @admin.display(description="Embedding")
     def embedding_summary(self, obj: Memory | None) -> str:
-        if obj is None or obj.embedding is None:
-            return "not embedded (found by text only)"
-        model = f" from {obj.embedding_model}" if obj.embedding_model else ""
-        return f"{len(obj.embedding)}-dimensional vector{model}"
+        return embedding_summary(obj)
 
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return AgencyScopedAdmin.has_delete_permission(self, request, obj)
+    @admin.display(description="Embedded", boolean=True)
+    def embedded(self, obj: Memory) -> bool:
+        return bool(obj.embedding_model)
+
+    @admin.display(description="Score", ordering="search_rank")
+    def score(self, obj: Memory) -> str:
+        value = getattr(obj, "search_score", None)
+        return EMPTY if value is None else f"{value:.3f}"
+
+    @admin.display(description="Changes by consolidation")
+    def changes(self, obj: Memory | None) -> SafeString | str:
+        if obj is None or obj.pk is None:
+            return EMPTY
+        rows = MemoryChange.objects.filter(agency_id=obj.agency_id, agent_id=obj.agent_id).filter(
+            Q(memory_ids__contains=[obj.pk]) | Q(memory=obj)
+        )[:20]
+        if not rows:
+            return EMPTY
+        return format_html_join(
+            "", "<div>{} · {}</div>", ((link(row), row.created_at.date()) for row in rows)
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "agent"] if obj is not None else fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
-        # The vector is large and never listed; the change page loads it for its summary.
-        return super().get_queryset(request).defer("embedding")
+        # The vectors are large and never listed; the change page loads the embedding for its
+        # summary.
+        return super().get_queryset(request).defer("search_vector")
+
+    # --- search by meaning -------------------------------------------------------------------
+    def _search_agent(self, request: HttpRequest) -> Agent | None:
+        try:
+            agent_id = uuid.UUID(request.GET.get(AGENT_PARAM, ""))
+        except ValueError:
+            return None
+        agents = Agent.objects.filter(pk=agent_id)
+        agency = getattr(getattr(request, "membership", None), "agency", None)
+        if agency is not None:
+            agents = agents.filter(agency=agency)
+        return agents.first()
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Memory], search_term: str
+    ) -> tuple[QuerySet[Memory], bool]:
+        term = search_term.strip()
+        agent = self._search_agent(request) if term else None
+        if agent is None:
+            if term and request.method == "GET":
+                messages.info(request, "Pick an agent in the filter to search by meaning.")
+            return super().get_search_results(request, queryset, search_term)
+        hits = search_memories(agent=agent, query=term, k=SEARCH_K, touch=False)
+        ids = [hit.memory.id for hit in hits]
+        ranked = queryset.filter(pk__in=ids).annotate(
+            search_rank=Case(
+                *[When(pk=pk, then=Value(rank)) for rank, pk in enumerate(ids)],
+                output_field=IntegerField(),
+            ),
+            search_score=Case(
+                *[When(pk=hit.memory.id, then=Value(hit.score)) for hit in hits],
+                output_field=FloatField(),
+            ),
+        )
+        return ranked, False
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> Any:
+        changelist = super().get_changelist(request, **kwargs)
+
+        class RankedChangeList(changelist):  # type: ignore[valid-type,misc]
+            """Results of a search by meaning keep the search's order."""
+
+            def get_ordering(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[Any]:
+                if "search_rank" in queryset.query.annotations:
+                    return ["search_rank", "-pk"]
+                ordering: list[Any] = super().get_ordering(request, queryset)
+                return ordering
+
+        return RankedChangeList
+
+    # --- writes through the services --------------------------------------------------------
+    def save_model(self, request: HttpRequest, obj: Memory, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        if change:
+            original = Memory.objects.get(pk=obj.pk)
+            changed = {name: data[name] for name in form.changed_data if name in UPDATABLE_FIELDS}
+            saved = memory_update(original, embed_now=False, **changed)
+        else:
+            fields = {name: data[name] for name in UPDATABLE_FIELDS if name in data}
+            fields["source"] = fields.get("source") or "admin"
+            saved = memory_store(agent=data["agent"], dedup=False, embed_now=False, **fields).memory
+        obj.pk = saved.pk
+        obj._state.adding = False
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """No many-to-many fields; the service saved everything."""
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        memory_delete(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        for memory in queryset:
+            memory_delete(memory)
+
+
+@admin.register(MemoryChange)
+class MemoryChangeAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    """What consolidation, pruning and deduplication changed, and why."""
+
+    list_display = ["change", "agent", "action", "reason_short", "actor", "created_at"]
+    list_display_links = ["change"]
+    change = id_column("Change")
+    list_filter = ["action", "actor", AGENT_FILTER]
+    list_select_related = ["agent"]
+    date_hierarchy = "created_at"
+    search_fields = ["reason"]
+    before_pretty = json_display("before", "Before")
+    after_pretty = json_display("after", "After")
+    fields = [
+        "agent", "action", "reason", "actor", "memory", "memory_ids", "before_pretty",
+        "after_pretty", "execution", "created_at",
+    ]  # fmt: skip
+
+    @admin.display(description="Why")
+    def reason_short(self, obj: MemoryChange) -> str:
+        return obj.reason if len(obj.reason) <= 120 else obj.reason[:119] + "\u2026"
 
 
 @admin.register(Episode)
@@ -59,8 +283,15 @@ class EpisodeAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     fields = [
         "agent", "site", "execution", "trigger_event", "context_summary",
         "actions_taken_pretty", "outcome", "outcome_details", "lessons_learned",
-        "should_repeat", "duration_ms", "tokens_used", "created_at",
+        "should_repeat", "duration_ms", "tokens_used", "embedding_summary", "created_at",
     ]  # fmt: skip
+
+    @admin.display(description="Embedding")
+    def embedding_summary(self, obj: Episode | None) -> str:
+        return embedding_summary(obj)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Episode]:
+        return super().get_queryset(request).defer("embedding")
 
 
 @admin.register(Conversation)

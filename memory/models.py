@@ -1,19 +1,32 @@
-"""Agent memory (seed 004): long-term memories with embeddings, episodes, conversations."""
+"""Agent memory (seed 004): long-term memories with embeddings, episodes, conversations, and the
+record of what consolidation changed."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from agents.models import Agent, Execution
 from core.models import AgencyOwnedModel, Site
+from memory.embeddings import DIMENSIONS
 
-# text-embedding-3-small, as in the seed (VECTOR(1536)).
-EMBEDDING_DIMENSIONS = 1536
+# Full-text search of memory contents (memory.search): English stemming, so that "prefers" meets
+# "preference"; the embedding carries meaning across words and languages.
+TEXT_SEARCH_CONFIG = "english"
+
+
+def embedding_hnsw(name: str) -> HnswIndex:
+    """The approximate-nearest-neighbour index of an ``embedding`` column: HNSW, cosine distance,
+    on the full-precision vector (bench/README.md "Memory search": ``halfvec`` built no faster
+    and recalled a little less; it would halve the index if space became the limit)."""
+    return HnswIndex(
+        name=name, fields=["embedding"], m=16, ef_construction=64, opclasses=["vector_cosine_ops"]
+    )
 
 
 class MemoryType(models.TextChoices):
@@ -27,10 +40,11 @@ class MemoryType(models.TextChoices):
 class Memory(AgencyOwnedModel):
     """A long-term memory of an agent (seed 004 ``ai_agent_memories``).
 
-    Searched by cosine distance of ``embedding`` (:func:`memory.selectors.memory_search`). The
-    HNSW index serves unfiltered scans; the B-tree on (agency, agent) serves the usual query,
-    which is always filtered to one agent of one agency and is then an exact scan of few rows
-    (DESIGN.md: with a selective tenant filter the approximate index alone loses recall).
+    Written by :mod:`memory.services` only; searched by :func:`memory.search.search_memories`
+    (hybrid: cosine similarity of ``embedding`` and full-text match of ``search_vector``).
+    ``embedding_model`` names the model that made ``embedding``: searches compare only vectors of
+    the agency's current model. A NULL embedding waits for ``memory.embed_pending``; the memory
+    is found by its words meanwhile.
     """
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memories")
@@ -43,8 +57,17 @@ class Memory(AgencyOwnedModel):
     subject_type = models.CharField(max_length=50, blank=True)  # "contact", "company", ...
     subject_id = models.UUIDField(null=True, blank=True)
     content = models.TextField()
-    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding = VectorField(dimensions=DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
+    # Kept by PostgreSQL from ``content`` (a stored generated column): what full-text search
+    # matches and ranks, parsed once per write rather than once per row searched. No GIN index:
+    # under row-level security only leakproof operators may use an index, and @@ is not one;
+    # the search reads the agent's rows through the B-tree (memory.search).
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config=TEXT_SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     confidence = models.DecimalField(max_digits=3, decimal_places=2, default=Decimal("0.80"))
     source = models.CharField(max_length=100, blank=True)  # where the memory came from
@@ -60,15 +83,24 @@ class Memory(AgencyOwnedModel):
         ordering = ["-created_at"]
         verbose_name_plural = "memories"
         indexes = [
-            models.Index(fields=["agency", "agent"], name="memory_memory_agent_idx"),
-            models.Index(fields=["subject_type", "subject_id"], name="memory_memory_subject_idx"),
-            HnswIndex(
-                name="memory_memory_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
+            # One agent's rows, most important first: the exact search path reads an agent's
+            # rows through it, and a run's importance-ordered recall stops after the first few.
+            models.Index(
+                "agency",
+                "agent",
+                models.F("importance").desc(),
+                models.F("created_at").desc(),
+                name="memory_memory_agent_imp_idx",
             ),
+            models.Index(fields=["subject_type", "subject_id"], name="memory_memory_subject_idx"),
+            # Memories waiting for their embedding: found by words meanwhile, and embedded by
+            # memory.embed_pending.
+            models.Index(
+                fields=["agency", "agent"],
+                condition=models.Q(embedding__isnull=True),
+                name="memory_memory_pending_idx",
+            ),
+            embedding_hnsw("memory_memory_embedding_hnsw"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -116,9 +148,16 @@ class Episode(AgencyOwnedModel):
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     tokens_used = models.PositiveIntegerField(null=True, blank=True)
 
+    # "Similar past situations" (memory.search.search_episodes), as for memories.
+    embedding = VectorField(dimensions=DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["agency", "agent"], name="memory_episode_agent_idx")]
+        indexes = [
+            models.Index(fields=["agency", "agent"], name="memory_episode_agent_idx"),
+            embedding_hnsw("memory_episode_embedding_hnsw"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(outcome__in=[*EpisodeOutcome.values, ""]),
@@ -171,3 +210,51 @@ class Conversation(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.context_type} conversation {self.pk}"
+
+
+class MemoryChangeAction(models.TextChoices):
+    MERGE = "merge", "Merged"  # near-duplicates merged into one memory (the others deleted)
+    PRUNE = "prune", "Pruned"  # deleted as unimportant, rarely used and old
+    DEDUP = "dedup", "Reinforced"  # a new memory matched an existing one, which was raised instead
+    UPDATE = "update", "Updated"  # fields of a memory changed by consolidation
+
+
+class MemoryChange(AgencyOwnedModel):
+    """One change that consolidation, pruning or deduplication made to an agent's memories: what
+    (``action``, the memories before and after), why (``reason``) and by what (``actor``), so
+    that staff can see what the agent forgot or merged and why.
+
+    ``memory_ids`` holds every memory the change touched (kept after they are deleted); forgetting
+    a memory (:func:`memory.services.memory_delete`) deletes the changes that name it too, since
+    their snapshots hold its text.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memory_changes")
+    action = models.CharField(max_length=10, choices=MemoryChangeAction.choices)
+    # The memory that remains (a merge's result, a reinforced memory); NULL for a prune.
+    memory = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    memory_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    reason = models.TextField()
+    before = models.JSONField(default=list, blank=True)  # [memory.changes.Snapshot, ...]
+    after = models.JSONField(null=True, blank=True)  # Snapshot of the result, or null
+    actor = models.CharField(max_length=100)  # "consolidation", "extraction", "tool:remember"
+    execution = models.ForeignKey(
+        Execution, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["agency", "agent", "-created_at"], name="memory_change_agent_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(action__in=MemoryChangeAction.values),
+                name="memory_change_action_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} ({len(self.memory_ids)} memories)"

@@ -1,43 +1,37 @@
-"""Reads of agent memory."""
+"""Reads of agent memory. Searching by relevance is :mod:`memory.search`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
 
-from django.db.models import F, FloatField, Q, QuerySet
-from django.db.models.expressions import ExpressionWrapper, Value
+from django.db.models import Q, QuerySet
+from django.http import Http404
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from agents.models import Agent
-from memory.models import Memory
+from memory.models import Memory, MemoryChange
 
 
-def memory_search(
-    *,
-    agent: Agent,
-    embedding: Sequence[float],
-    limit: int = 10,
-    memory_types: Sequence[str] | None = None,
-    min_similarity: float | None = None,
-) -> QuerySet[Memory]:
-    """The agent's unexpired memories nearest to ``embedding`` by cosine distance, nearest first.
-
-    Seed 004's ``search_agent_memories``: each row is annotated with ``distance`` and
-    ``similarity`` (1 - distance). Runs under the caller's tenant context: row-level security
-    keeps other agencies' memories out even if ``agent`` belonged to one.
-    """
-    distance = CosineDistance("embedding", list(embedding))
-    memories = (
-        Memory.objects.filter(agent=agent, embedding__isnull=False)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
-        .annotate(distance=distance)
-        .annotate(
-            similarity=ExpressionWrapper(Value(1.0) - F("distance"), output_field=FloatField())
-        )
+def agent_memories(*, agent: Agent, include_expired: bool = True) -> QuerySet[Memory]:
+    """The agent's memories, without their vectors (large, and meaningless to read)."""
+    memories = Memory.objects.filter(agency_id=agent.agency_id, agent=agent).defer(
+        "embedding", "search_vector"
     )
-    if memory_types:
-        memories = memories.filter(memory_type__in=list(memory_types))
-    if min_similarity is not None:
-        memories = memories.filter(similarity__gte=min_similarity)
-    return memories.order_by("distance")[:limit]
+    if not include_expired:
+        memories = memories.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+    return memories
+
+
+def access_memory(*, agent: Agent, memory_id: uuid.UUID | str) -> Memory:
+    """One memory of ``agent``: another agent's, another agency's and a missing one (or a
+    malformed id) are the same 404."""
+    try:
+        return agent_memories(agent=agent).get(pk=uuid.UUID(str(memory_id)))
+    except (Memory.DoesNotExist, ValueError) as exc:
+        raise Http404("No memory matches the given query.") from exc
+
+
+def memory_changes(*, agent: Agent) -> QuerySet[MemoryChange]:
+    """What consolidation, pruning and deduplication changed in the agent's memories, newest
+    first."""
+    return MemoryChange.objects.filter(agency_id=agent.agency_id, agent=agent)

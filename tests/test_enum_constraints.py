@@ -31,7 +31,12 @@ from tests.crm.factories import (
     NoteFactory,
     TaskFactory,
 )
-from tests.memory.factories import ConversationFactory, EpisodeFactory, MemoryFactory
+from tests.memory.factories import (
+    ConversationFactory,
+    EpisodeFactory,
+    MemoryChangeFactory,
+    MemoryFactory,
+)
 from tests.tools.factories import ToolCallFactory, ToolFactory
 from tests.usage.factories import ModelPriceFactory
 
@@ -65,6 +70,7 @@ ENUM_COLUMNS: list[tuple[Callable[..., Any], str]] = [
     (MemoryFactory, "memory_type"),
     (EpisodeFactory, "outcome"),
     (ConversationFactory, "context_type"),
+    (MemoryChangeFactory, "action"),
     (RiskRuleFactory, "risk_level"),
     (ApprovalFactory, "status"),
     (ApprovalFactory, "risk_level"),

@@ -15,6 +15,7 @@ _BUILTIN_MODULES = (
     "tools.builtin.data",
     "tools.builtin.web",
     "tools.builtin.flow",
+    "tools.builtin.memory",
 )
 _loaded = False
 

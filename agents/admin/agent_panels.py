@@ -19,7 +19,6 @@ from django.utils.safestring import SafeString
 from agents.admin.common import admin_url, changelist_link, changelist_url
 from agents.admin.display import ToolAccess, tool_access_preview
 from agents.models import Agent
-from agents.runtime.setup import MEMORY_LIMIT
 from approvals.risk import assess_risk
 from memory.models import Conversation, Episode, Memory
 from tools.models import Tool
@@ -146,11 +145,11 @@ def memory_panel(agent: Agent) -> SafeString:
         )
     )
     return format_html(
-        '<div class="agent-panel"><dl>{}</dl><p>Each run starts with the agent\'s {} most '
-        "important unexpired memories in its context. A wrong memory can be deleted from the "
+        '<div class="agent-panel"><dl>{}</dl><p>Each run starts with the agent\'s unexpired '
+        "memories most relevant to its instruction or event and its most similar past runs, "
+        "within the memory token budget below. A wrong memory can be deleted from the "
         "list{}; episodes and conversations are the history runs leave.</p></div>",
         items,
-        MEMORY_LIMIT,
         expired_note,
     )
 

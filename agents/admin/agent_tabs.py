@@ -99,6 +99,22 @@ FIELDSETS: _FieldsetSpec = [
             "fields": ["human_timeout_minutes", "max_corrections", "deny_may_continue"],
         },
     ),
-    ("Memory", {"classes": TAB, "fields": ["memory_display"]}),
+    (
+        "Memory",
+        {
+            "classes": TAB,
+            "description": "What a run starts with (relevant memories and similar past runs, "
+            "the recent conversation), what it learns afterwards, and how much of its own "
+            "history each model call carries.",
+            "fields": [
+                "memory_display",
+                "memory_token_budget",
+                "memory_extraction_enabled",
+                "context_token_budget",
+                "conversation_window",
+                "conversation_ttl_hours",
+            ],
+        },
+    ),
     (STATS, {"classes": TAB, "fields": list(STATS_FIELDS)}),
 ]

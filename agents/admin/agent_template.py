@@ -72,6 +72,18 @@ class AgentTemplateAdmin(SharedRowsAdmin):
         ),
         ("Triggers", {"fields": ["trigger_events", "trigger_schedule", "trigger_conditions"]}),
         (
+            "Memory",
+            {
+                "fields": [
+                    "memory_token_budget",
+                    "memory_extraction_enabled",
+                    "context_token_budget",
+                    "conversation_window",
+                    "conversation_ttl_hours",
+                ]
+            },
+        ),
+        (
             "More",
             {"fields": ["extra_config", "created_at", "updated_at"], "classes": ["collapse"]},
         ),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import django_filters
 
 from agents.models import Agent, Execution
-from memory.models import Memory
 
 
 class AgentFilter(django_filters.FilterSet):
@@ -23,11 +22,3 @@ class ExecutionFilter(django_filters.FilterSet):
     class Meta:
         model = Execution
         fields = ["status", "trigger_type", "agent"]
-
-
-class MemoryFilter(django_filters.FilterSet):
-    min_importance = django_filters.NumberFilter(field_name="importance", lookup_expr="gte")
-
-    class Meta:
-        model = Memory
-        fields = ["memory_type", "subject_type"]

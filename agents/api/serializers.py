@@ -1,4 +1,4 @@
-"""Serializers of agents (and their versions), executions (with steps) and memories."""
+"""Serializers of agents (and their versions) and executions (with steps)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ from core.api.fields import (
     StrictSerializerMixin,
 )
 from core.models import Site
-from memory.models import Memory
 from tools.patterns import InvalidPattern, validate_pattern
 
 MAX_LIST_ITEMS = 100
@@ -66,6 +65,11 @@ AGENT_WRITE_FIELDS = [
     *POSITIVE_FIELDS,
     "max_corrections",
     "deny_may_continue",
+    "memory_token_budget",
+    "memory_extraction_enabled",
+    "context_token_budget",
+    "conversation_window",
+    "conversation_ttl_hours",
     "allowed_tools",
     "denied_tools",
     "is_active",
@@ -307,32 +311,6 @@ class ExecuteSerializer(StrictSerializer):
 class ExecuteAcceptedSerializer(serializers.Serializer):
     execution_id = serializers.UUIDField()
     status = serializers.CharField()
-
-
-class MemorySerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Memory
-        fields = [
-            "id",
-            "agent",
-            "execution",
-            "memory_type",
-            "subject_type",
-            "subject_id",
-            "content",
-            "embedding_model",
-            "confidence",
-            "source",
-            "tags",
-            "metadata",
-            "importance",
-            "access_count",
-            "last_accessed_at",
-            "expires_at",
-            "created_at",
-            "updated_at",
-        ]
-        read_only_fields = fields
 
 
 class AgentVersionSerializer(serializers.ModelSerializer):

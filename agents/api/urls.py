@@ -5,7 +5,6 @@ from rest_framework.routers import SimpleRouter
 
 from agents.api.views import (
     AgentExecutionList,
-    AgentMemoryList,
     AgentVersionDetail,
     AgentVersionList,
     AgentViewSet,
@@ -20,7 +19,6 @@ urlpatterns = [
     path(
         "agents/<str:agent_id>/executions/", AgentExecutionList.as_view(), name="agent-executions"
     ),
-    path("agents/<str:agent_id>/memories/", AgentMemoryList.as_view(), name="agent-memories"),
     path("agents/<str:agent_id>/versions/", AgentVersionList.as_view(), name="agent-versions"),
     # Any segment reaches the view: a malformed number is a JSON 404 like an unknown one.
     path(

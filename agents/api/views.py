@@ -1,5 +1,5 @@
-"""Agents: CRUD, manual execute, activate/deactivate, and their executions, memories and
-versions (read-only)."""
+"""Agents: CRUD, manual execute, activate/deactivate, and their executions and versions
+(read-only). Their memories: memory/api/."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.api.filters import AgentFilter, ExecutionFilter, MemoryFilter
+from agents.api.filters import AgentFilter, ExecutionFilter
 from agents.api.serializers import (
     AgentSerializer,
     AgentVersionDetailSerializer,
@@ -29,7 +29,6 @@ from agents.api.serializers import (
     ExecuteSerializer,
     ExecutionDetailSerializer,
     ExecutionSerializer,
-    MemorySerializer,
 )
 from agents.models import Agent, AgentVersion, Execution, TriggerType
 from agents.services import (
@@ -47,7 +46,6 @@ from core.api.base import TenantScopedView, TenantViewSet, parse_id
 from core.api.exceptions import error_body
 from core.api.fields import ErrorSerializer
 from core.selectors import access_object
-from memory.models import Memory
 
 AGENT_ID = OpenApiParameter("agent_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 VERSION_NUMBER = OpenApiParameter(
@@ -211,26 +209,6 @@ class AgentExecutionList(_AgentChildList):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request
             return Execution.objects.none()
         return self.scope(with_version_number(Execution.objects.filter(agent=self.agent())))
-
-
-@extend_schema_view(
-    get=extend_schema(
-        operation_id="agents_memories_list",
-        summary="The agent's memories",
-        description="What the agent learned (embeddings left out); filter by type, importance.",
-        parameters=[AGENT_ID],
-    )
-)
-class AgentMemoryList(_AgentChildList):
-    serializer_class = MemorySerializer
-    filterset_class = MemoryFilter
-    ordering_fields = ["created_at", "importance", "last_accessed_at"]
-    ordering = ["-created_at"]
-
-    def get_queryset(self) -> Any:
-        if getattr(self, "swagger_fake_view", False):  # schema generation: no request
-            return Memory.objects.none()
-        return self.scope(Memory.objects.filter(agent=self.agent()))
 
 
 @extend_schema_view(

@@ -33,6 +33,17 @@ class ProviderName(models.TextChoices):
 
 MAX_HUMAN_TIMEOUT_MINUTES = 30 * 24 * 60  # 30 days
 MAX_CORRECTIONS = 100
+# Memory (issue 17). A history budget below this could not hold a system prompt and one step.
+MIN_CONTEXT_TOKEN_BUDGET = 1000
+MAX_TOKEN_BUDGET = 1_000_000
+MAX_CONVERSATION_WINDOW = 200
+
+
+def validate_context_token_budget(value: int) -> None:
+    if 0 < value < MIN_CONTEXT_TOKEN_BUDGET:
+        raise ValidationError(
+            f"0 (no limit) or at least {MIN_CONTEXT_TOKEN_BUDGET} tokens.", code="min_value"
+        )
 
 
 def _positive(field: str, name: str) -> models.CheckConstraint:
@@ -101,6 +112,41 @@ class AgentConfig(models.Model):
         "told no) instead of cancelling it.",
     )
 
+    # Memory (issue 17; seed 004's memory manager, seed 002's history window).
+    memory_token_budget = models.PositiveIntegerField(
+        default=800,
+        validators=[MaxValueValidator(MAX_TOKEN_BUDGET)],
+        help_text="Tokens of the system prompt given to what the agent remembers when a run "
+        "starts: its memories most relevant to the run's instruction or event, and its most "
+        "similar past runs. 0: none.",
+    )
+    context_token_budget = models.PositiveIntegerField(
+        default=32000,
+        validators=[validate_context_token_budget, MaxValueValidator(MAX_TOKEN_BUDGET)],
+        help_text="Tokens of a run's history sent with each model call. Past it, the oldest "
+        "steps are summarised by the model (one more model call, counted in usage) and the "
+        "summary is sent with the instruction instead; a tool call always stays with its "
+        f"result. 0: no limit (the whole history every call); else at least "
+        f"{MIN_CONTEXT_TOKEN_BUDGET}.",
+    )
+    memory_extraction_enabled = models.BooleanField(
+        default=True,
+        help_text="After each run, the model extracts facts, preferences, patterns and "
+        "outcomes worth remembering (one more model call per run, counted in usage and "
+        "budget); a memory nearly identical to one it has raises that one's confidence.",
+    )
+    conversation_window = models.PositiveSmallIntegerField(
+        default=12,
+        validators=[MaxValueValidator(MAX_CONVERSATION_WINDOW)],
+        help_text="Messages of the recent conversation with the same contact, user or "
+        "session that a run starts with (each run adds its instruction and answer). 0: none.",
+    )
+    conversation_ttl_hours = models.PositiveIntegerField(
+        default=24,
+        validators=[MinValueValidator(1), MaxValueValidator(24 * 365)],
+        help_text="A conversation nobody continued for this long is forgotten.",
+    )
+
     class Meta:
         abstract = True
         constraints = [
@@ -123,6 +169,14 @@ class AgentConfig(models.Model):
             _positive("human_timeout_minutes", "%(app_label)s_%(class)s_human_timeout_positive"),
             _positive("max_runs_per_hour", "%(app_label)s_%(class)s_runs_per_hour_positive"),
             _positive("max_runs_per_day", "%(app_label)s_%(class)s_runs_per_day_positive"),
+            _positive(
+                "conversation_ttl_hours", "%(app_label)s_%(class)s_conversation_ttl_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(context_token_budget=0)
+                | models.Q(context_token_budget__gte=MIN_CONTEXT_TOKEN_BUDGET),
+                name="%(app_label)s_%(class)s_context_budget_range",
+            ),
         ]
 
 
@@ -217,6 +271,8 @@ class Agent(AgentConfig, AgencyOwnedModel):
     total_response_time_ms = models.PositiveBigIntegerField(default=0)
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # Memories changed since this were not yet compared for merging (memory/consolidation.py).
+    memory_consolidated_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

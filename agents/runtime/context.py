@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
-from agents.llm import Message, ToolCall, ToolDefinition
+from agents.llm import Message, MessageDict, ToolCall, ToolDefinition
 from agents.models import Agent, Execution, ExecutionStep, StepType
 from tools.executor import ToolPolicy
 
@@ -35,6 +36,13 @@ class ConfigSnapshot(TypedDict):
     max_tool_calls_per_step: int
     timeout_seconds: int
     memories: NotRequired[list[str]]
+    # Issue 17: similar past runs recalled (in the system prompt with the memories), the
+    # recent conversation the run continues (sent before its instruction), and the history
+    # budget of each model call (0 or absent, as in runs started before: the whole history).
+    episodes: NotRequired[list[str]]
+    conversation: NotRequired[list[MessageDict]]
+    conversation_key: NotRequired[dict[str, str]]
+    context_token_budget: NotRequired[int]
 
 
 def build_system_prompt(
@@ -43,6 +51,7 @@ def build_system_prompt(
     goals: list[tuple[str, str]],
     tool_names: list[str],
     memories: list[str],
+    episodes: Sequence[str] = (),
 ) -> str:
     """Seed 004's buildSystemPrompt: personality, prompt, goals, capabilities, memory,
     constraints, guidelines. Empty sections are left out rather than printed as headings."""
@@ -57,6 +66,11 @@ def build_system_prompt(
         )
     if memories:
         parts.append("## Relevant Context from Memory\n" + "\n".join(f"- {m}" for m in memories))
+    if episodes:
+        parts.append(
+            "## Similar Past Situations\nHow your earlier runs like this one went:\n"
+            + "\n".join(f"- {e}" for e in episodes)
+        )
     constraints = [_constraint_text(c) for c in agent.constraints or []]
     if constraints:
         parts.append("## Constraints\n" + "\n".join(f"- {c}" for c in constraints if c))
@@ -92,7 +106,13 @@ def first_user_message(execution: Execution) -> str:
 
 
 def initial_messages(snapshot: ConfigSnapshot, execution: Execution) -> list[Message]:
-    return [Message.system(snapshot["system_prompt"]), Message.user(first_user_message(execution))]
+    """The run's head: system prompt, the recent conversation it continues, its instruction."""
+    earlier = [Message.from_dict(m) for m in snapshot.get("conversation") or []]
+    return [
+        Message.system(snapshot["system_prompt"]),
+        *earlier,
+        Message.user(first_user_message(execution)),
+    ]
 
 
 def think_payload(message: Message, **extra: Any) -> dict[str, Any]:

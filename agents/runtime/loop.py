@@ -46,6 +46,13 @@ from agents.runtime.context import (
     tool_definitions,
     tool_result_message,
 )
+from agents.runtime.context_window import (
+    ContextWindow,
+    request_chars,
+    summary_record,
+    summary_request,
+    summary_turns,
+)
 from agents.runtime.faults import crash_point
 from agents.runtime.providers import provider_config_for, provider_limits_for
 from agents.runtime.setup import build_snapshot, pinned_agent
@@ -79,7 +86,7 @@ CHARS_PER_TOKEN = 4
 
 def _input_tokens(messages: list[Message]) -> int:
     """A call's input in tokens, estimated from its messages (before the provider counts it)."""
-    return sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
+    return request_chars(messages) // CHARS_PER_TOKEN
 
 
 def worker_id() -> str:
@@ -241,6 +248,9 @@ class _Run:
         # tool calls' idempotency keys), whatever a provider sends (see _unique_call_ids).
         self.call_ids: set[str] = set()
         self.watchers = streaming.Watchers(execution.id)
+        # The history each model call sends (agents/runtime/context_window.py); set up by
+        # _conversation, which knows where the run's head ends.
+        self.window = ContextWindow(0, head=0)
         self.meter = metrics.RunMeter(
             agent=agent, provider=self.snapshot["llm_provider"], model=self.snapshot["llm_model"]
         )
@@ -269,25 +279,21 @@ class _Run:
             model=self.snapshot["llm_model"],
         )
         while True:
-            stop = self._should_stop()
+            stop = self._should_stop() or self._out_of_steps()
             if stop is not None:
                 return stop
-            if self.execution.llm_call_count >= self.snapshot["max_steps_per_run"]:
-                return self._end_unless_cancelled(
-                    ExecutionStatus.FAILED,
-                    StopReason.MAX_STEPS,
-                    error=f"Reached max_steps_per_run ({self.snapshot['max_steps_per_run']}) "
-                    "before a final answer.",
-                )
+            request = self._fit(provider, limits, price, messages)
+            if isinstance(request, str):
+                return request
             slot: provider_limits.Slot | None = None
             if limits is not None and limits.any:  # (no estimate to make without limits)
                 granted = provider_limits.acquire(
-                    limits, tokens=_input_tokens(messages) + self.snapshot["max_tokens"]
+                    limits, tokens=self.window.tokens + self.snapshot["max_tokens"]
                 )
                 if isinstance(granted, provider_limits.Refusal):
                     return self._defer(granted)
                 slot = granted
-            reservation = self._reserve_budget(price, messages)
+            reservation = self._reserve_budget(price, self.window.tokens)
             if reservation is None:
                 metrics.budget_refused("model_call")
                 return self._end_unless_cancelled(
@@ -295,7 +301,7 @@ class _Run:
                     StopReason.BUDGET_EXCEEDED,
                     error="The agency's daily budget is exhausted.",
                 )
-            called = self._call_model(provider, messages, reservation)
+            called = self._call_model(provider, request, reservation)
             if isinstance(called, str):
                 return called
             completion, started = called
@@ -314,23 +320,164 @@ class _Run:
             if outcome is not None:
                 return outcome
 
+    def _out_of_steps(self) -> str | None:
+        """The run's end when it reached ``max_steps_per_run`` (the history's summaries are
+        model calls, not steps)."""
+        if (
+            self.execution.llm_call_count - self.window.summaries
+            < self.snapshot["max_steps_per_run"]
+        ):
+            return None
+        return self._end_unless_cancelled(
+            ExecutionStatus.FAILED,
+            StopReason.MAX_STEPS,
+            error=f"Reached max_steps_per_run ({self.snapshot['max_steps_per_run']}) "
+            "before a final answer.",
+        )
+
     def _conversation(self) -> tuple[list[Message], list[ToolCall], list[Message]]:
         """The messages so far, the pending calls of the last reply and what was observed
         meanwhile; sets the deadline. timeout_seconds bounds the time the run spends running:
         a run that waited, or whose worker was lost, resumes with what it had left."""
         limit = self.snapshot["timeout_seconds"]
+        head = initial_messages(self.snapshot, self.execution)
+        self.window = ContextWindow(self.snapshot.get("context_token_budget", 0), head=len(head))
         if self.first_claim:
             self.deadline = (self.execution.started_at or timezone.now()).timestamp() + limit
-            return initial_messages(self.snapshot, self.execution), [], []
+            return head, [], []
         # A resumed run: rebuild from what was persisted; never repeat a recorded call.
         with tenancy.agency_context(self.execution.agency_id):
             steps = list(self.execution.steps.order_by("step_number"))
             used = store.running_seconds(self.execution, steps)
         self.deadline = time.time() + limit - used
         if self.execution.current_step <= 1:  # lost during its first model call
-            return initial_messages(self.snapshot, self.execution), [], []
+            return head, [], []
+        summaries = [s for s in steps if summary_turns(s.llm_response) is not None]
+        if summaries:  # the history's latest summary, and the turns it covers
+            turns = summary_turns(summaries[-1].llm_response) or 0
+            summary = summaries[-1].output_text
+            self.window.restore(summary=summary, turns=turns, summaries=len(summaries))
         resumed = rebuild_messages(self.snapshot, self.execution, steps)
         return resumed.messages, resumed.pending, resumed.observed
+
+    def _fit(
+        self,
+        provider: Provider,
+        limits: provider_limits.ProviderLimits | None,
+        price: Price,
+        messages: list[Message],
+    ) -> list[Message] | str:
+        """What the next model call sends (the context window), or the run's status if it
+        ended while the history was being summarised."""
+        due = self.window.due(messages)
+        if due is not None:
+            turns, covered = due
+            ended = self._summarise(
+                provider, limits, price, messages=messages, turns=turns, covered=covered
+            )
+            if ended is not None:
+                return ended
+        return self.window.request(messages)
+
+    def _summarise(
+        self,
+        provider: Provider,
+        limits: provider_limits.ProviderLimits | None,
+        price: Price,
+        *,
+        messages: list[Message],
+        turns: list[Message],
+        covered: int,
+    ) -> str | None:
+        """Fold ``turns`` (the oldest not yet summarised) into the history's summary: one model
+        call, persisted as a ``reflect`` step (its tokens and cost are the run's, its budget
+        reserved like a step's) in one transaction. Returns the run's status if it ended."""
+        window = self.window
+        request = summary_request(
+            instruction=messages[window.head - 1].content,
+            previous=window.summary,
+            turns=turns,
+            words=int(window.summary_tokens * 0.6),
+        )
+        max_tokens = min(window.summary_tokens, self.snapshot["max_tokens"])
+        slot: provider_limits.Slot | None = None
+        if limits is not None and limits.any:
+            granted = provider_limits.acquire(limits, tokens=_input_tokens(request) + max_tokens)
+            if isinstance(granted, provider_limits.Refusal):
+                return self._defer(granted)
+            slot = granted
+        reservation = self._reserve_budget(price, _input_tokens(request))
+        if reservation is None:
+            metrics.budget_refused("model_call")
+            return self._end_unless_cancelled(
+                ExecutionStatus.FAILED,
+                StopReason.BUDGET_EXCEEDED,
+                error="The agency's daily budget is exhausted.",
+            )
+        started = time.perf_counter()
+        try:
+            self._before_request()
+            completion = provider.complete(
+                request,
+                (),
+                model=self.snapshot["llm_model"] or None,
+                temperature=self.snapshot["temperature"],
+                max_tokens=max_tokens,
+                timeout=self.deadline - time.time(),
+            )
+        except _CancelledBeforeRequest:
+            self._release_budget(reservation)
+            return self._end_cancelled()
+        except LLMDeadlineExceeded as exc:
+            self.meter.model_failed(exc.code)
+            self._release_budget(reservation)
+            return self._end_unless_cancelled(
+                ExecutionStatus.TIMED_OUT,
+                StopReason.TIMEOUT,
+                error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) "
+                f"while summarising the run's history: {exc}",
+            )
+        except LLMError as exc:
+            self.meter.model_failed(exc.code)
+            self._release_budget(reservation)
+            return self._end_unless_cancelled(
+                ExecutionStatus.FAILED,
+                StopReason.ERROR,
+                error=f"Summarising the run's history failed: {exc}",
+            )
+        cost = price.cost(completion.usage)
+        summary = completion.text.strip()[: window.summary_tokens * CHARS_PER_TOKEN]
+        with store.step_transaction(self.execution, self.worker) as tx:
+            now = timezone.now()
+            tx.add_step(
+                StepType.REFLECT,
+                output_text=summary,
+                model=completion.model[:MODEL_NAME_MAX],
+                llm_response={
+                    **summary_record(turns=covered, through_step=self.execution.current_step),
+                    "usage": completion.usage.to_dict(),
+                    "latency_ms": completion.latency_ms,
+                },
+                tokens_input=completion.usage.input_tokens,
+                tokens_output=completion.usage.output_tokens,
+                tokens_cache_read=completion.usage.cache_read_tokens,
+                tokens_cache_write=completion.usage.cache_write_tokens,
+                cost_usd=cost,
+                started_at=now - _seconds(time.perf_counter() - started),
+                completed_at=now,
+                duration_ms=int((time.perf_counter() - started) * 1000),
+            )
+            tx.count_llm_call(completion.usage, cost)
+            if isinstance(reservation, tuple):
+                usage_services.budget_settle(
+                    budget_id=reservation[0], reserved=reservation[1], cost=cost
+                )
+                self.execution.budget_reservation = None
+                tx.changed.add("budget_reservation")
+        provider_limits.settle(limits, slot, completion.usage.total_tokens)
+        self.meter.model_replied(completion, cost)
+        window.summarised_into(summary, covered)
+        return None
 
     def _call_model(
         self,
@@ -695,7 +842,7 @@ class _Run:
 
     # --- budget and end -------------------------------------------------------------------------
     def _reserve_budget(
-        self, price: Price, messages: list[Message]
+        self, price: Price, input_tokens: int
     ) -> tuple[uuid.UUID, Decimal] | bool | None:
         """``True`` with no budget configured, ``(budget id, amount)`` when reserved, ``None``
         when the step's maximum cost does not fit. A reservation is its own small commit."""
@@ -703,7 +850,7 @@ class _Run:
             return True  # no query, no transaction: the common case stays off the hot path
         self._settle()
         amount = price.max_cost(
-            input_tokens=_input_tokens(messages), max_output_tokens=self.snapshot["max_tokens"]
+            input_tokens=input_tokens, max_output_tokens=self.snapshot["max_tokens"]
         )
         if amount <= 0:
             amount = Decimal(0)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime
 import functools
 import itertools
-import json
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -796,32 +795,7 @@ def _record_usage(execution: Execution) -> None:
 
 
 def _record_episode(execution: Execution) -> None:
-    from memory.models import Episode, EpisodeOutcome  # noqa: PLC0415 - memory depends on agents
+    """The run's episode (memory.episodes), completed after the commit by ``memory.after_run``."""
+    from memory.episodes import episode_record  # noqa: PLC0415 - memory depends on agents
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tool_name, status FROM tools_toolcall WHERE execution_id = %s"
-            " ORDER BY created_at LIMIT 100",
-            [execution.id],
-        )
-        actions = cursor.fetchall()
-    succeeded = execution.status == ExecutionStatus.COMPLETED
-    outcome = EpisodeOutcome.SUCCESS if succeeded else EpisodeOutcome.FAILURE
-    # A run finishes once (its status guard), so its episode is a plain insert.
-    fastdb.insert(
-        Episode(
-            agency_id=execution.agency_id,
-            agent_id=execution.agent_id,
-            site_id=execution.site_id,
-            execution_id=execution.id,
-            trigger_event=execution.trigger_type,
-            context_summary=(execution.input or json.dumps(execution.trigger_data, default=str))[
-                :2000
-            ],
-            actions_taken=[{"tool": name, "status": status} for name, status in actions],
-            outcome=outcome,
-            outcome_details=(execution.output or execution.error)[:4000],
-            duration_ms=execution.duration_ms,
-            tokens_used=execution.tokens_total,
-        )
-    )
+    episode_record(execution)

@@ -257,6 +257,21 @@ CELERY_BEAT_SCHEDULE = {
         "task": "approvals.expire_waiting",
         "schedule": env.float("AGENTDESK_EXPIRY_INTERVAL_SECONDS", default=30.0),
     },
+    # Each agent's memories: near-duplicates merged, the unimportant, unused and old pruned.
+    "consolidate-memories": {
+        "task": "memory.consolidate_all",
+        "schedule": env.float("AGENTDESK_MEMORY_CONSOLIDATION_INTERVAL_SECONDS", default=21600.0),
+    },
+    "purge-expired-conversations": {
+        "task": "memory.purge_expired_conversations",
+        "schedule": env.float("AGENTDESK_CONVERSATION_PURGE_INTERVAL_SECONDS", default=600.0),
+    },
+    # Memories and episodes still without an embedding (their task lost with a broker, or the
+    # provider down when they were written), every agency: a safety net, not the main path.
+    "embed-pending-memories": {
+        "task": "memory.embed_pending",
+        "schedule": env.float("AGENTDESK_EMBED_SWEEP_INTERVAL_SECONDS", default=300.0),
+    },
 }
 # Where people reach this platform: the links in e-mails (approvals waiting for a decision).
 AGENTDESK_BASE_URL = env.str("AGENTDESK_BASE_URL", default="http://localhost:8000")
@@ -421,6 +436,60 @@ DEMO_APPROVER_USERNAME = env.str("AGENTDESK_DEMO_APPROVER_USERNAME", default="ap
 # --- Tools ----------------------------------------------------------------------------------------
 # web_search provider: registered name or dotted path; empty = search off (tools/web_search.py).
 AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")
+
+# --- Embeddings (memory/embeddings/, docs/decisions/0006-local-embeddings.md) --------------------
+# The size of the memory and episode embedding columns: every model an agency may choose must
+# return vectors of this size (the local all-MiniLM-L6-v2 does; OpenAI's text-embedding-3 models
+# are asked for it). Changing it needs a migration of the columns and `reembed_memories --all`.
+AGENTDESK_EMBEDDING_DIMENSIONS = env.int("AGENTDESK_EMBEDDING_DIMENSIONS", default=384)
+# Texts per model call, and memories (and episodes) per `memory.embed_pending` task, which sends
+# itself again while more wait: a worker is never held long by one agency's backlog.
+AGENTDESK_EMBEDDING_BATCH_SIZE = env.int("AGENTDESK_EMBEDDING_BATCH_SIZE", default=32)
+# The local model reads at most this many tokens of a text (the rest is cut off, as
+# sentence-transformers does for this model); longer inputs cost quadratically more.
+AGENTDESK_EMBEDDING_MAX_TOKENS = env.int("AGENTDESK_EMBEDDING_MAX_TOKENS", default=256)
+# Threads of the local model's matrix products (numpy's BLAS, for the whole process once the
+# model is loaded); 0 leaves BLAS its default, one per core. One is the default: on a machine
+# whose cores are busy (a worker's runs, PostgreSQL) BLAS threads that spin-wait for each other
+# were several times slower than one thread (bench/README.md "Embeddings").
+AGENTDESK_EMBEDDING_THREADS = env.int("AGENTDESK_EMBEDDING_THREADS", default=1)
+# An OpenAI(-compatible) embeddings call: seconds per attempt, and retries after the first.
+AGENTDESK_EMBEDDING_TIMEOUT_SECONDS = env.float("AGENTDESK_EMBEDDING_TIMEOUT_SECONDS", default=30.0)
+AGENTDESK_EMBEDDING_MAX_RETRIES = env.int("AGENTDESK_EMBEDDING_MAX_RETRIES", default=2)
+
+# --- Memory search (memory/search.py) -------------------------------------------------------------
+# Agents with at most this many memories matching a search's filters are searched exactly (every
+# distance computed through the B-tree on the agent); above it, through the HNSW index with an
+# iterative scan. Either way a search returns k results when k exist. The two cross between
+# 1,000 and 3,000 rows (bench/README.md "Memory search").
+AGENTDESK_MEMORY_EXACT_SEARCH_MAX_ROWS = env.int(
+    "AGENTDESK_MEMORY_EXACT_SEARCH_MAX_ROWS", default=2000
+)
+
+# --- Memory in the runtime (agents/runtime/setup.py, memory/consolidation.py) --------------------
+# A run starts with the memories and past runs at least this similar (cosine) to its instruction
+# (memories found by their words alone too), within the agent's memory_token_budget.
+AGENTDESK_MEMORY_RECALL_MIN_SIMILARITY = env.float(
+    "AGENTDESK_MEMORY_RECALL_MIN_SIMILARITY", default=0.3
+)
+# Consolidation (beat, per agent; seed 004): agents with fewer memories are left alone; memories
+# more similar than this are merged into one (the text by the agent's model); memories less
+# important than PRUNE_IMPORTANCE, used fewer than PRUNE_ACCESS times and older than
+# PRUNE_AGE_DAYS are deleted. Every change is recorded (memory.MemoryChange).
+AGENTDESK_MEMORY_CONSOLIDATION_INTERVAL_SECONDS = env.float(
+    "AGENTDESK_MEMORY_CONSOLIDATION_INTERVAL_SECONDS", default=6 * 3600.0
+)
+AGENTDESK_MEMORY_CONSOLIDATION_MIN_MEMORIES = env.int(
+    "AGENTDESK_MEMORY_CONSOLIDATION_MIN_MEMORIES", default=100
+)
+AGENTDESK_MEMORY_MERGE_SIMILARITY = env.float("AGENTDESK_MEMORY_MERGE_SIMILARITY", default=0.9)
+AGENTDESK_MEMORY_PRUNE_IMPORTANCE = env.int("AGENTDESK_MEMORY_PRUNE_IMPORTANCE", default=3)
+AGENTDESK_MEMORY_PRUNE_ACCESS = env.int("AGENTDESK_MEMORY_PRUNE_ACCESS", default=2)
+AGENTDESK_MEMORY_PRUNE_AGE_DAYS = env.int("AGENTDESK_MEMORY_PRUNE_AGE_DAYS", default=30)
+# Expired conversations are deleted this often.
+AGENTDESK_CONVERSATION_PURGE_INTERVAL_SECONDS = env.float(
+    "AGENTDESK_CONVERSATION_PURGE_INTERVAL_SECONDS", default=600.0
+)
 
 # --- Operations: metrics and traces (ops/, README "Operations: metrics and traces") -------------
 # Prometheus metrics: every process records its samples (runs, steps, model calls, tools...) and

@@ -19,7 +19,8 @@ from agents.models import (
 from approvals.models import Approval, RiskRule
 from core.models import Agency, Event, Membership, Site
 from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
-from memory.models import Conversation, Episode, Memory
+from memory.embeddings import DIMENSIONS
+from memory.models import Conversation, Episode, Memory, MemoryChange
 from tests.agents.factories import (
     AgentFactory,
     AgentMessageFactory,
@@ -42,7 +43,12 @@ from tests.crm.factories import (
     TaskFactory,
 )
 from tests.factories import MembershipFactory, SiteFactory
-from tests.memory.factories import ConversationFactory, EpisodeFactory, MemoryFactory
+from tests.memory.factories import (
+    ConversationFactory,
+    EpisodeFactory,
+    MemoryChangeFactory,
+    MemoryFactory,
+)
 from tests.tools.factories import ToolCallFactory, ToolFactory
 from tests.usage.factories import (
     BudgetFactory,
@@ -83,7 +89,8 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     LLMProvider: lambda a: LLMProviderFactory.create(agency=a, api_key=RAW_API_KEY),
     Tool: lambda a: ToolFactory.create(agency=a),
     ToolCall: lambda a: ToolCallFactory.create(execution=_execution(a)),
-    Memory: lambda a: MemoryFactory.create(agent=_agent(a), embedding=[0.125] * 1536),
+    Memory: lambda a: MemoryFactory.create(agent=_agent(a), embedding=[0.125] * DIMENSIONS),
+    MemoryChange: lambda a: MemoryChangeFactory.create(agent=_agent(a)),
     Episode: lambda a: EpisodeFactory.create(agent=_agent(a)),
     Conversation: lambda a: ConversationFactory.create(agent=_agent(a)),
     Approval: lambda a: ApprovalFactory.create(

@@ -18,6 +18,7 @@ from approvals.models import RiskRule
 from core import tenancy
 from core.admin_scoping import ReadOnlyAdminMixin
 from core.models import Agency, Role, User
+from memory.embeddings import DIMENSIONS
 from memory.models import Memory
 from tests.admin.conftest import member
 from tests.admin.helpers import admin_url, change_url
@@ -212,7 +213,7 @@ def test_memory_embeddings_are_summarised_not_shown(
 ) -> None:
     memory = ROWS[Memory](agency)
     page = login(staff).get(change_url(memory)).content.decode()
-    assert "1536-dimensional vector" in page
+    assert f"{DIMENSIONS}-dimensional vector" in page
     assert "0.125" not in page
 
 

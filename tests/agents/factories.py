@@ -42,6 +42,9 @@ class AgentFactory(TenantFactory[Agent]):
     system_prompt = "You help the agency's staff."
     allowed_tools = factory.LazyFunction(lambda: ["crm_*"])
     is_active = True
+    # Off unless a test asks for it: extraction is one more model call after each run, which
+    # scripts of the fake provider (by turn, counted requests) do not expect.
+    memory_extraction_enabled = False
 
 
 class AgentTemplateFactory(TenantFactory[AgentTemplate]):

@@ -22,7 +22,8 @@ from tests.factories import AgencyFactory, MembershipFactory, SiteFactory, UserF
 EXPECTED_OPERATIONS = {
     "agents_list", "agents_create", "agents_retrieve", "agents_partial_update",
     "agents_destroy", "agents_execute", "agents_activate", "agents_deactivate",
-    "agents_executions_list", "agents_memories_list", "agents_versions_list",
+    "agents_executions_list", "agents_memories_list", "agents_memories_create",
+    "agents_memories_destroy", "agents_versions_list",
     "agents_versions_retrieve", "approvals_list", "approvals_retrieve",
     "approvals_decide", "executions_list", "executions_retrieve", "executions_cancel",
     "events_list", "events_retrieve", "events_emit", "tools_list", "tools_retrieve",

@@ -73,8 +73,8 @@ def world(db: None) -> World:
         )
         for agent in agents
     ]
+    memories = [MemoryFactory.create(agent=agent) for agent in agents]
     for agent in agents:
-        MemoryFactory.create(agent=agent)
         UsageDailyFactory.create(agent=agent)
     events = [EventFactory.create(agency=tenant.agency)]
     tools = [ToolFactory.create(agency=tenant.agency)]
@@ -90,6 +90,7 @@ def world(db: None) -> World:
             "approvals": [str(a.id) for a in approvals],
             "events": [str(e.id) for e in events],
             "tools": [str(t.id) for t in tools],
+            "memories": [str(m.id) for m in memories],
             "api-keys": [str(spare.id)],
         },
     )
@@ -109,6 +110,10 @@ def api_schema(world: World) -> Iterator[Any]:
         request_finished.connect(close_old_connections)
 
 
+# Path parameters named after a resource other than the path's first segment.
+ID_PARAMETERS = {"agent_id": "agents", "memory_id": "memories"}
+
+
 def _use_known_ids(case: Any, world: World) -> None:
     """Swap a generated (valid) id for a real one most of the time, chosen from the id itself
     so that a run stays deterministic."""
@@ -118,7 +123,7 @@ def _use_known_ids(case: Any, world: World) -> None:
             number = uuid.UUID(str(value)).int
         except ValueError:
             continue  # a malformed id stays: it must be a 404
-        known = world.ids["agents"] if name == "agent_id" else world.ids.get(resource, [])
+        known = world.ids.get(ID_PARAMETERS.get(name, resource), [])
         choice = number % (len(known) + 1)
         if choice < len(known):
             case.path_parameters[name] = known[choice]

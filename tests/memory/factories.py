@@ -10,6 +10,8 @@ from memory.models import (
     Episode,
     EpisodeOutcome,
     Memory,
+    MemoryChange,
+    MemoryChangeAction,
     MemoryType,
 )
 from tests.agents.factories import AgentFactory
@@ -45,3 +47,14 @@ class ConversationFactory(TenantFactory[Conversation]):
     agency = factory.SelfAttribute("agent.agency")
     site = factory.SelfAttribute("agent.site")
     context_type = ContextType.SESSION
+
+
+class MemoryChangeFactory(TenantFactory[MemoryChange]):
+    class Meta:
+        model = MemoryChange
+
+    agent = factory.SubFactory(AgentFactory)
+    agency = factory.SelfAttribute("agent.agency")
+    action = MemoryChangeAction.PRUNE
+    reason = "Importance below 3, used fewer than twice, older than 30 days."
+    actor = "consolidation"

@@ -21,6 +21,7 @@ from core.api_keys.services import api_key_create
 from core.models import Agency, User
 from core.selectors import agency_keys
 from core.services import agency_delete
+from memory.embeddings import DIMENSIONS
 from tests.admin.helpers import admin_url
 from tests.agents.factories import (
     AgentFactory,
@@ -45,7 +46,12 @@ from tests.crm.factories import (
     TaskFactory,
 )
 from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
-from tests.memory.factories import ConversationFactory, EpisodeFactory, MemoryFactory
+from tests.memory.factories import (
+    ConversationFactory,
+    EpisodeFactory,
+    MemoryChangeFactory,
+    MemoryFactory,
+)
 from tests.tools.factories import ToolCallFactory, ToolFactory
 from tests.usage.factories import (
     BudgetFactory,
@@ -102,7 +108,8 @@ def populate(agency: Agency) -> Agent:
     RiskRuleFactory.create(agency=agency)
     ApprovalFactory.create(tool_call=call)
     QuestionFactory.create(tool_call__execution=run)
-    MemoryFactory.create(agent=agent, execution=run, embedding=[0.125] * 1536)
+    memory = MemoryFactory.create(agent=agent, execution=run, embedding=[0.125] * DIMENSIONS)
+    MemoryChangeFactory.create(agent=agent, memory=memory, memory_ids=[memory.id])
     EpisodeFactory.create(agent=agent, execution=parent)
     ConversationFactory.create(agent=agent)
     UsageDailyFactory.create(agent=agent)

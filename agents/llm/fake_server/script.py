@@ -190,6 +190,11 @@ class Script:
         with self._lock:
             return len(self._steps)
 
+    def next_queued(self) -> Step | None:
+        """The next queued step, without asking the responder (embeddings: fake_server.server)."""
+        with self._lock:
+            return self._steps.popleft() if self._steps else None
+
     def next_step(self, request: RecordedRequest) -> Step | None:
         with self._lock:
             if self._steps:

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from agents.llm.fake_server import wire
+from agents.llm.fake_server import embeddings, wire
 from agents.llm.fake_server.conversation import order_error
 from agents.llm.fake_server.script import (
     Hang,
@@ -68,6 +68,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if path == embeddings.PATH:
+            self._embeddings(path, raw)
+            return
         route = _ROUTES.get(path)
         if route is None:
             self._send_json(404, {"error": {"message": f"the fake provider has no route {path}"}})
@@ -84,6 +87,39 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(request, step)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (its timeout); nothing to answer
+        finally:
+            self.fake.track_in_flight(-1)
+
+    def _embeddings(self, path: str, raw: bytes) -> None:
+        """OpenAI's embeddings: deterministic vectors (fake_server/embeddings.py), unless a script
+        registered for the request (its ``x-fake-script`` header or its model) has a step queued:
+        an error, a hang or a raw body, as for chat."""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send_json(
+                400, wire.error_body("openai", HttpError(400, message="body is not JSON"))
+            )
+            return
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        request, step = self.fake.handle_embeddings(path, headers, body)
+        self.fake.track_in_flight(+1)
+        try:
+            if step is not None and not isinstance(step, Reply):
+                self._answer(request, step)
+                return
+            latency = self.fake.latency if step is None or step.latency is None else step.latency
+            if latency > 0 and self.fake.stopping.wait(latency):
+                self.close_connection = True
+                return
+            try:
+                payload = embeddings.response(body)
+            except embeddings.InvalidRequest as exc:
+                self._send_json(400, wire.error_body("openai", HttpError(400, message=str(exc))))
+                return
+            self._send_json(200, payload)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
         finally:
             self.fake.track_in_flight(-1)
 
@@ -231,7 +267,8 @@ class FakeProviderServer:
 
     @property
     def openai_base_url(self) -> str:
-        """For the OpenAI SDK (and `openai_compatible`), which appends /chat/completions."""
+        """For the OpenAI SDK (and `openai_compatible`), which appends /chat/completions (and
+        /embeddings)."""
         return f"{self.url}/v1"
 
     @property
@@ -272,6 +309,23 @@ class FakeProviderServer:
 
     def requests_for(self, key: str | None) -> list[RecordedRequest]:
         return [r for r in self.requests if r.script_key == key]
+
+    def handle_embeddings(
+        self, path: str, headers: dict[str, str], body: dict[str, Any]
+    ) -> tuple[RecordedRequest, Step | None]:
+        """Record an embeddings request; the next queued step of the script registered under its
+        ``x-fake-script`` header or its model, if there is one (never the default script's, nor a
+        responder's: those answer chat)."""
+        with self._lock:
+            key = headers.get(SCRIPT_HEADER)
+            if key is None and body.get("model") in self._scripts:
+                key = body["model"]
+            script = self._scripts.get(key) if key is not None else None
+            request = RecordedRequest("openai", path, headers, body, key)
+            self._count += 1
+            if self.record:
+                self._requests.append(request)
+        return request, script.next_queued() if script is not None else None
 
     def handle(
         self, route: Wire, path: str, headers: dict[str, str], body: dict[str, Any]

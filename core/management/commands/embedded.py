@@ -21,6 +21,9 @@ class Command(BaseCommand):
         "under AGENTDESK_DATA_DIR, default .data/). A restarted server keeps its address. "
         "Every other command starts them when they are stopped."
     )
+    # Some system checks query the database (generated columns), which may be the very server
+    # this command is asked about while it is stopped.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["status", "start", "stop", "restart"])

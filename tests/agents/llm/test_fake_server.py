@@ -228,7 +228,7 @@ def test_reply_latency_is_applied_before_answering(fake_llm: FakeProviderServer)
 
 def test_unknown_route_is_a_404(fake_llm: FakeProviderServer) -> None:
     with pytest.raises(openai.NotFoundError):
-        _openai(fake_llm).embeddings.create(model="m", input="hi")
+        _openai(fake_llm).moderations.create(model="m", input="hi")
 
     assert fake_llm.request_count == 0
 

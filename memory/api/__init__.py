@@ -1,0 +1,1 @@
+"""REST endpoints of an agent's memories: list and search, create, delete."""
