@@ -8,4 +8,4 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         # Celery's autodiscovery imports memory.tasks; these jobs live beside their rules.
-        from memory import consolidation, conversations, episodes  # noqa: F401, PLC0415
+        from memory import consolidation, conversations, episodes, retention  # noqa: F401, PLC0415

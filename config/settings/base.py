@@ -252,6 +252,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "core.purge_past_retention",
         "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
+    "purge-memory-changes-past-retention": {
+        "task": "memory.purge_past_retention",
+        "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
+    },
     # Approvals and questions past their expires_at (agents' human_timeout_minutes) expire.
     "expire-waiting-decisions": {
         "task": "approvals.expire_waiting",

@@ -78,9 +78,12 @@ def test_a_different_memory_is_not_a_duplicate(agent: Agent) -> None:
     other = store(agent, "Alice Moreau prefers to be contacted by phone.")
     unrelated = store(agent, "The Berlin office closes at 6 pm.")
 
+    # The local model puts the two preferences at cosine 0.93: close, but under seed 004's 0.95,
+    # so the opposite preference is kept beside the first, not folded into it.
+    assert other.created
     assert unrelated.created
     with tenancy.agency_context(agent.agency_id):
-        assert Memory.objects.filter(agent=agent).count() == 2 + (1 if other.created else 0)
+        assert Memory.objects.filter(agent=agent).count() == 3
 
 
 def test_dedup_off_stores_a_copy_and_another_agents_memory_is_never_a_duplicate() -> None:

@@ -314,6 +314,8 @@ def test_the_retention_settings_are_edited_in_the_agency_admin(
         "execution_retention_days": "14",
         "event_retention_days": "",  # keep forever
         "trigger_log_retention_days": "3",
+        "embedding_provider": "local",
+        "embedding_model": "",
     }
     response = client.post(change_url(agency), data)
 

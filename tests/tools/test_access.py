@@ -285,10 +285,14 @@ def test_an_agency_admin_edits_the_enabled_modules(fresh_catalogue: None) -> Non
     assert b'name="enabled_modules"' in page.content
 
     response = client.post(
-        url, {"name": agency.name, "enabled_modules": "crm,accounting"}, follow=False
+        url,
+        {"name": agency.name, "enabled_modules": "crm,accounting", "embedding_provider": "local"},
+        follow=False,
     )
     assert response.status_code == 302, response.content.decode()[:2000]
-    refused = client.post(url, {"name": agency.name, "enabled_modules": "crm,Bad Name"})
+    refused = client.post(
+        url, {"name": agency.name, "enabled_modules": "crm,Bad Name", "embedding_provider": "local"}
+    )
     assert refused.status_code == 200  # the form again, with the error
     with tenancy.platform_context():
         agency.refresh_from_db()
