@@ -181,6 +181,36 @@ _CLAIM_SQL = (
 )
 
 
+# The claim's condition alone, read without a lock: is the row claimable but locked by someone?
+_CLAIMABLE_SQL = (
+    "SELECT 1 FROM agents_execution WHERE id = %s AND (status = 'pending' OR (status = 'running'"
+    " AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())))"
+)
+# Seconds a delivery waits for a claimable run's row lock before it gives up and is retried.
+CLAIM_LOCK_TIMEOUT = "5s"
+
+
+def _claim_after_lock(execution_id: uuid.UUID | str) -> Execution | None:
+    """SKIP LOCKED found nothing. Usually the run is not ours to take (it ended, waits, or its
+    holder is alive); but a claimable run may just be locked for a moment by someone who is not
+    claiming it (say, the other clicks of an approval, which lock the run before they find it
+    decided): skipping it then would drop this delivery and leave the run pending until the
+    reaper. So wait for the lock, with a limit, and test the condition again once we hold it
+    (PostgreSQL re-checks it on the row as the lock holder left it). A timeout raises
+    LockNotAvailable, a transient error: the run task is retried."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIMABLE_SQL, [execution_id])
+        if cursor.fetchone() is None:
+            return None
+        cursor.execute(f"SET LOCAL lock_timeout = '{CLAIM_LOCK_TIMEOUT}'")
+    claimed = next(
+        iter(Execution.objects.raw(_CLAIM_SQL.removesuffix(" SKIP LOCKED"), [execution_id])), None
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
+    return claimed
+
+
 @dataclass
 class Claim:
     execution: Execution
@@ -199,7 +229,9 @@ def claim(execution_id: uuid.UUID | str, *, worker: str) -> Claim | None:
     """
     execution = next(iter(Execution.objects.raw(_CLAIM_SQL, [execution_id])), None)
     if execution is None:
-        return None
+        execution = _claim_after_lock(execution_id)
+        if execution is None:
+            return None
     tx = StepTransaction(execution, worker, fenced=False)
     first_claim = execution.started_at is None
     crash_resume = execution.status == ExecutionStatus.RUNNING
