@@ -173,19 +173,19 @@ _CLOSE_STATE_SQL = (
 
 # Pending, or running but unowned: the reaper released a dead worker's lease, or it ran out.
 # (Columns named, not *: a prepared statement must not change its result type under a migration.)
-_CLAIM_SQL = (
-    f"SELECT {', '.join(str(f.column) for f in Execution._meta.concrete_fields)}"  # noqa: S608
-    " FROM agents_execution WHERE id = %s AND (status = 'pending' OR (status = 'running'"
+_CLAIMABLE = (
+    "agents_execution WHERE id = %s AND (status = 'pending' OR (status = 'running'"
     " AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())))"
-    " FOR UPDATE SKIP LOCKED"
 )
+_CLAIM_LOCKED_SQL = (
+    f"SELECT {', '.join(str(f.column) for f in Execution._meta.concrete_fields)}"  # noqa: S608
+    f" FROM {_CLAIMABLE} FOR UPDATE"
+)
+_CLAIM_SQL = f"{_CLAIM_LOCKED_SQL} SKIP LOCKED"
 
 
 # The claim's condition alone, read without a lock: is the row claimable but locked by someone?
-_CLAIMABLE_SQL = (
-    "SELECT 1 FROM agents_execution WHERE id = %s AND (status = 'pending' OR (status = 'running'"
-    " AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < now())))"
-)
+_CLAIMABLE_SQL = f"SELECT 1 FROM {_CLAIMABLE}"  # noqa: S608 - constant
 # Seconds a delivery waits for a claimable run's row lock before it gives up and is retried.
 CLAIM_LOCK_TIMEOUT = "5s"
 
@@ -203,9 +203,7 @@ def _claim_after_lock(execution_id: uuid.UUID | str) -> Execution | None:
         if cursor.fetchone() is None:
             return None
         cursor.execute(f"SET LOCAL lock_timeout = '{CLAIM_LOCK_TIMEOUT}'")
-    claimed = next(
-        iter(Execution.objects.raw(_CLAIM_SQL.removesuffix(" SKIP LOCKED"), [execution_id])), None
-    )
+    claimed = next(iter(Execution.objects.raw(_CLAIM_LOCKED_SQL, [execution_id])), None)
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
     return claimed
