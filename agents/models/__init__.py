@@ -8,7 +8,9 @@ from agents.models.agent import (
     AgentTemplate,
     AgentType,
     Comparison,
+    LoopAction,
     ProviderName,
+    StuckAction,
 )
 from agents.models.execution import (
     INPUT_MAX_CHARS,
@@ -56,6 +58,7 @@ __all__ = [
     "ExecutionStatus",
     "ExecutionStep",
     "LLMProvider",
+    "LoopAction",
     "MessageChannel",
     "MessageType",
     "ProviderName",
@@ -63,6 +66,7 @@ __all__ = [
     "StateTransition",
     "StepType",
     "StopReason",
+    "StuckAction",
     "TransitionType",
     "TriggerLog",
     "TriggerOutcome",

@@ -29,6 +29,21 @@ class ProviderName(models.TextChoices):
     ANTHROPIC = "anthropic", "Anthropic"
     # Any server speaking the OpenAI Chat Completions API (Ollama, vLLM, llama.cpp, ...).
     OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible (local)"
+    GOOGLE = "google", "Google Gemini"
+
+
+class LoopAction(models.TextChoices):
+    """What happens to a run caught repeating itself (flow/loops.py)."""
+
+    STOP = "stop", "Stop the run"
+    ASK_HUMAN = "ask_human", "Pause and ask a person (inbox)"
+
+
+class StuckAction(models.TextChoices):
+    """What happens to a run that stays in one state longer than expected (flow/stuck.py)."""
+
+    NOTIFY = "notify", "Flag it and notify approvers"
+    CANCEL = "cancel", "Flag it, notify approvers and cancel it"
 
 
 MAX_HUMAN_TIMEOUT_MINUTES = 30 * 24 * 60  # 30 days
@@ -147,6 +162,76 @@ class AgentConfig(models.Model):
         help_text="A conversation nobody continued for this long is forgotten.",
     )
 
+    # Flow analysis (issue 19, seed 003): loops and stuck runs.
+    loop_threshold = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MaxValueValidator(100)],
+        help_text="How many times a run may make the same tool call with the same arguments "
+        "(or go through the same sequence of states). At the threshold the model is warned "
+        "once; past it the run stops or pauses (Loop action). 0: no loop detection.",
+    )
+    loop_action = models.CharField(
+        max_length=10,
+        choices=LoopAction.choices,
+        default=LoopAction.STOP,
+        help_text="What happens to a run caught in a loop: it ends with reason loop_detected, "
+        "or it waits for a person in the inbox (continue or stop).",
+    )
+    stuck_after_seconds = models.PositiveIntegerField(
+        default=600,
+        validators=[MinValueValidator(10)],
+        help_text="A run in one state (running, waiting for a tool or a model) longer than "
+        "this, or than its expected workflow allows, is flagged as stuck.",
+    )
+    stuck_action = models.CharField(
+        max_length=10,
+        choices=StuckAction.choices,
+        default=StuckAction.NOTIFY,
+        help_text="What happens to a stuck run: approvers are notified, and optionally the run "
+        "is cancelled.",
+    )
+
+    # Teams (issue 19): which agents of the agency this one may hand work to.
+    delegate_agents = ArrayField(
+        models.CharField(max_length=100),
+        default=list,
+        blank=True,
+        help_text="Slugs of agents this agent may delegate to with delegate_to_agent, with "
+        '"*" wildcards. Empty: none.',
+    )
+    denied_delegate_agents = ArrayField(
+        models.CharField(max_length=100),
+        default=list,
+        blank=True,
+        help_text="Slugs (with wildcards) it may never delegate to; denied wins.",
+    )
+
+    # Learning (issue 19, seed 000): patterns from good runs, quality, investigations.
+    learning_enabled = models.BooleanField(
+        default=True,
+        help_text="Learn the approach of good runs as patterns, and give later runs the best "
+        "matching ones.",
+    )
+    quality_threshold = models.DecimalField(
+        max_digits=3,
+        decimal_places=2,
+        default=Decimal("0.80"),
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="A run whose quality score (0-1) reaches this is judged good and its approach "
+        "is learned.",
+    )
+    quality_judge_enabled = models.BooleanField(
+        default=False,
+        help_text="Also ask the model to judge each finished run (one more model call, counted "
+        "in usage and budget).",
+    )
+    investigation_max_steps = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(20)],
+        help_text="Extra steps a run may spend investigating when a result looks wrong (a tool "
+        "returned nothing, or contradicts the task). 0: never investigate.",
+    )
+
     class Meta:
         abstract = True
         constraints = [
@@ -161,6 +246,18 @@ class AgentConfig(models.Model):
             models.CheckConstraint(
                 condition=models.Q(temperature__gte=0, temperature__lte=2),
                 name="%(app_label)s_%(class)s_temperature_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(loop_action__in=LoopAction.values),
+                name="%(app_label)s_%(class)s_loop_action_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(stuck_action__in=StuckAction.values),
+                name="%(app_label)s_%(class)s_stuck_action_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(quality_threshold__gte=0, quality_threshold__lte=1),
+                name="%(app_label)s_%(class)s_quality_threshold_range",
             ),
             _positive("max_tokens", "%(app_label)s_%(class)s_max_tokens_positive"),
             _positive("max_steps_per_run", "%(app_label)s_%(class)s_max_steps_positive"),

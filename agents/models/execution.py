@@ -17,6 +17,7 @@ class ExecutionStatus(models.TextChoices):
     RUNNING = "running", "Running"
     WAITING_APPROVAL = "waiting_approval", "Waiting for approval"
     WAITING_INPUT = "waiting_input", "Waiting for input"
+    WAITING_AGENT = "waiting_agent", "Waiting for another agent"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
@@ -46,6 +47,8 @@ class StopReason(models.TextChoices):
     APPROVAL_EXPIRED = "approval_expired", "Approval expired"
     QUESTION_EXPIRED = "question_expired", "Question unanswered"
     TOOL_FAILURES = "tool_failures", "Stopped after repeated tool failures"
+    LOOP_DETECTED = "loop_detected", "Stopped: the agent kept repeating itself"
+    STUCK = "stuck", "Cancelled: stuck longer than expected"
     CANCELLED = "cancelled", "Cancelled"
     ERROR = "error", "Error"
 

@@ -12,6 +12,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             S.RUNNING,
             S.WAITING_APPROVAL,
             S.WAITING_INPUT,
+            S.WAITING_AGENT,
             S.COMPLETED,
             S.FAILED,
             S.CANCELLED,
@@ -21,6 +22,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     # A decision, an answer or a timer makes a waiting run pending again (a worker resumes it).
     S.WAITING_APPROVAL: frozenset({S.PENDING, S.CANCELLED, S.FAILED, S.TIMED_OUT}),
     S.WAITING_INPUT: frozenset({S.PENDING, S.CANCELLED, S.FAILED, S.TIMED_OUT}),
+    # A delegating run waits, holding no worker, until its child agent's run ends (flow of
+    # delegate_to_agent, issue 19).
+    S.WAITING_AGENT: frozenset({S.PENDING, S.CANCELLED, S.FAILED, S.TIMED_OUT}),
 }
 
 

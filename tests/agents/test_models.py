@@ -196,6 +196,7 @@ def test_execution_statuses_are_exactly_the_runtime_states() -> None:
         "running",
         "waiting_approval",
         "waiting_input",
+        "waiting_agent",
         "completed",
         "failed",
         "cancelled",
