@@ -286,6 +286,14 @@ class SkipReason(models.TextChoices):
     ALREADY_RUNNING = "already_running", "A run for the same trigger is under way"
     DUPLICATE = "duplicate", "Trigger already handled"
     CHAIN_TOO_DEEP = "chain_too_deep", "Too many agent runs in a row started each other"
+    # Inbound webhooks (webhooks/): a refused delivery is logged and starts nothing.
+    BAD_SIGNATURE = "bad_signature", "Webhook signature missing or wrong"
+    STALE_TIMESTAMP = "stale_timestamp", "Webhook timestamp missing or too old"
+    REPLAYED = "replayed", "Webhook delivery already received"
+    TOO_LARGE = "too_large", "Webhook body over the size limit"
+    THROTTLED = "throttled", "Too many deliveries (throttled)"
+    WEBHOOK_DISABLED = "webhook_disabled", "Webhook disabled"
+    BAD_PAYLOAD = "bad_payload", "Webhook body is not a JSON object"
     ERROR = "error", "Error while evaluating the trigger"
 
 
