@@ -16,7 +16,8 @@ Seed 004 only says "JSONB, conditions to evaluate", so the format is the simples
   list of such values meaning "one of them";
 - every key must hold (AND). A payload without the key does not meet it.
 
-Checked for event triggers only: a manual run was asked for, a scheduled run has no payload.
+Checked for event triggers and webhook deliveries (against the delivery's JSON body,
+``webhooks/receive.py``): a manual run was asked for, a scheduled run has no payload.
 """
 
 from __future__ import annotations

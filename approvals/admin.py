@@ -20,6 +20,7 @@ from django.utils.text import Truncator
 
 from agents.admin.common import json_display, run_link
 from approvals.models import Approval, ApprovalStatus, RiskRule
+from approvals.risk_rules import condition_errors
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
 from tools.patterns import InvalidPattern, validate_pattern
 
@@ -104,6 +105,16 @@ class RiskRuleForm(forms.ModelForm[RiskRule]):
         except InvalidPattern as exc:
             raise forms.ValidationError(exc.message, code="invalid_pattern") from exc
         return pattern
+
+    def clean_condition(self) -> Any:
+        # The same check as the API: a malformed condition would fail every call of the tool
+        # when approvals.risk.condition_matches reads it.
+        condition = self.cleaned_data.get("condition")
+        if condition is None:  # a cleared field: the column's default, every call
+            return {}
+        if errors := condition_errors(condition):
+            raise forms.ValidationError(" ".join(errors), code="invalid_condition")
+        return condition
 
 
 @admin.register(RiskRule)

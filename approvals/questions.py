@@ -29,6 +29,7 @@ from approvals.waiting import end_waiting_run, lock_with_run
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
+from flow import loops
 from ops import metrics
 from tools.models import ToolCall, ToolCallStatus
 
@@ -181,7 +182,8 @@ def question_answer(
         elif locked.kind == QuestionKind.CORRECTION:
             execution_resume(
                 execution=execution,
-                observation=f"A person reviewed the failures of {locked.context.get('tool')} "
+                observation=loops.question_resumed(locked)
+                or f"A person reviewed the failures of {locked.context.get('tool')} "
                 f"and answered: {locked.user_response}",
                 reason="correction hint given",
             )
@@ -192,7 +194,9 @@ def question_answer(
 
 def _stop(execution: Execution, question: Question, *, now: datetime.datetime) -> None:
     who = f" by {question.responded_by}" if question.responded_by_id else ""
-    if question.kind == QuestionKind.CORRECTION:
+    if (looped := loops.question_stopped(question, who)) is not None:  # flow's loop question
+        status, reason, error = looped
+    elif question.kind == QuestionKind.CORRECTION:
         failures = question.context.get("failures") or []
         last = failures[-1].get("error", "") if failures else ""
         status, reason = ExecutionStatus.FAILED, StopReason.TOOL_FAILURES

@@ -250,6 +250,8 @@ def make_agent(server: Any, *, kind: str = "openai", **fields: Any) -> Any:
         "max_runs_per_hour": 100_000,
         "max_runs_per_day": 100_000,
         "timeout_seconds": 3600,
+        # The benchmarks repeat one call on purpose: loop detection (flow/loops.py) would stop them.
+        "loop_threshold": 0,
     }
     defaults.update(fields)
     return AgentFactory.create(agency=agency, site=site, **defaults)

@@ -14,6 +14,8 @@ v1: list[URLPattern | URLResolver] = [
     path("", include("tools.api.urls")),
     path("", include("usage.api.urls")),
     path("", include("core.api.urls")),
+    path("", include("webhooks.urls")),  # deliveries, and agents/{id}/webhooks/
+    path("", include("members.api.urls")),
     # Anything else under /api/v1/ is a JSON 404 in the API's error shape, not an HTML page.
     re_path(r"^.*$", api_not_found),
 ]

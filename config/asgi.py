@@ -22,10 +22,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
 from live.security import SameSiteOriginValidator  # noqa: E402
+from webhooks.asgi import WebhookBodyLimit  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Webhook bodies are cut off past their limit before Django reads them (webhooks/asgi.py).
+        "http": WebhookBodyLimit(django_asgi_app),
         "websocket": SameSiteOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -11,6 +11,7 @@ urlpatterns = [
     path("", include("ops.urls")),  # /metrics (Prometheus)
     path("live/", include("live.urls")),
     path("approvals/", include("approvals.inbox.urls")),  # the approvers' inbox
+    path("invitations/", include("members.urls")),  # an invitee's link (no login)
     # The admin index, where an approver is sent on to the inbox (ahead of the admin's own).
     path("admin/", admin.site.admin_view(admin_index), name="admin-index-landing"),
     path("admin/", admin.site.urls),

@@ -17,7 +17,6 @@ from unfold.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationFo
 # admin.site in its ready(), after core's: an admin registered from core's ready() was lost).
 from core import admin_api_keys, admin_third_party  # noqa: F401
 from core.admin_scoping import (
-    ADMIN_ROLES,
     AgencyScopedAdmin,
     ModelAdmin,
     NotFoundIs404Mixin,
@@ -25,7 +24,7 @@ from core.admin_scoping import (
     request_agency,
     request_membership,
 )
-from core.models import Agency, Event, Membership, Role, Site, User
+from core.models import Agency, Event, Role, Site, User
 from core.selectors import agency_row_counts
 from core.services import agency_delete
 
@@ -152,21 +151,7 @@ class SiteAdmin(AgencyScopedAdmin):
     readonly_fields = ["id", "created_at", "updated_at"]
 
 
-@admin.register(Membership)
-class MembershipAdmin(AgencyScopedAdmin):
-    list_display = ["user", "role", "created_at"]
-    list_filter = ["role"]
-    search_fields = ["user__username", "user__email"]
-    # Only agency admins manage members (issue: "admin manages keys and members").
-    write_roles = ADMIN_ROLES
-
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        # Logins are platform-wide: an agency admin picks only among its own members' logins,
-        # so no other agency's usernames are disclosed. Superusers add new members.
-        agency = request_agency(request)
-        if db_field.name == "user" and agency is not None:
-            kwargs["queryset"] = User.objects.filter(membership__agency=agency)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+# Members (Membership) are in members/admin.py, beside invitations.
 
 
 @admin.register(Event)

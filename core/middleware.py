@@ -1,11 +1,17 @@
-"""Resolves the request's tenant once, from the authenticated user's membership."""
+"""Request middleware: the tenant resolved once (from the authenticated user's membership),
+``/healthz`` before anything needs the database, query strings PostgreSQL cannot store refused
+with a 400, and every error under ``/api/`` in the API's JSON error shape."""
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
+from http import HTTPStatus
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.core.signals import got_request_exception
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from core import database, tenancy
 from core.api.exceptions import (
@@ -36,6 +42,123 @@ def database_unavailable(request: HttpRequest) -> HttpResponse:
         )
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+API_PREFIX = "/api/"
+
+# The API's codes for the statuses Django itself answers with (DRF's names for the same).
+_CODES = {
+    400: "bad_request",
+    401: "not_authenticated",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    500: "server_error",
+    503: "unavailable",
+}
+_MESSAGES = {
+    404: "No such API endpoint.",
+    500: "An unexpected error occurred; it has been logged.",
+}
+# Headers of the replaced response that still mean something to the client.
+_KEPT_HEADERS = ("Retry-After", "Allow", "WWW-Authenticate", "Vary")
+
+
+def api_error_response(status: int, message: str | None = None) -> JsonResponse:
+    """The API's error shape for ``status``, built without the database or DRF."""
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    code = _CODES.get(status, phrase.lower().replace(" ", "_").replace("-", "_"))
+    text = message or _MESSAGES.get(status, f"{phrase}.")
+    return JsonResponse(error_body(code, text), status=status)
+
+
+class ApiErrorMiddleware:
+    """Every error under ``/api/`` is the API's JSON error shape with its status.
+
+    DRF renders its own errors; this catches what answers before or around it: an exception in
+    a middleware or in a view outside DRF (Django's 500, or its debug page with DEBUG=True), a
+    404 or 400 from Django itself. First in MIDDLEWARE: Django has already turned any exception
+    further in into an HTML response (and logged it) by the time it gets here.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code < 400
+            or not request.path.startswith(API_PREFIX)
+            or "json" in response.get("Content-Type", "")
+        ):
+            return response
+        unhandled = getattr(request, UNHANDLED_ATTR, None)
+        if unhandled is not None and database.is_transient(unhandled):
+            return database_unavailable(request)  # an outage, not a bug: 503, retry later
+        replaced = api_error_response(response.status_code)
+        for header in _KEPT_HEADERS:
+            if header in response:
+                replaced[header] = response[header]
+        return replaced
+
+
+UNHANDLED_ATTR = "_agentdesk_unhandled_exception"
+
+
+@receiver(got_request_exception, dispatch_uid="core.middleware.remember_unhandled")
+def _remember_unhandled(
+    sender: object, request: HttpRequest | None = None, **kwargs: object
+) -> None:
+    """Django turns an exception into a 500 (and logs it) before the outer middleware sees it:
+    keep the exception on the request, so :class:`ApiErrorMiddleware` can tell an outage."""
+    if request is not None:
+        setattr(request, UNHANDLED_ATTR, sys.exc_info()[1])
+
+
+NUL_MESSAGE = "Null characters are not allowed."  # Django's own validator's words
+
+
+def _nul_fields(request: HttpRequest) -> dict[str, list[str]] | None:
+    """Where the URL has a NUL: ``{parameter: [message]}`` (``non_field_errors`` for the path
+    or a parameter's name); None when it has none."""
+    if "\x00" in request.path:
+        return {"non_field_errors": [f"The path: {NUL_MESSAGE}"]}
+    for key, values in request.GET.lists():
+        if "\x00" in key:
+            return {"non_field_errors": [f"A query parameter's name: {NUL_MESSAGE}"]}
+        if any("\x00" in value for value in values):
+            return {key: [NUL_MESSAGE]}
+    return None
+
+
+class RejectNulMiddleware:
+    """A NUL character in the path or the query string is a 400, before any view sees it.
+
+    PostgreSQL cannot store or compare text with NUL (psycopg refuses it), so such a value in an
+    admin list filter, a search box or an API filter reached the query and failed as a 500. No
+    legitimate URL has one: the request is refused here, once for every page (under ``/api/``
+    as a field error of the API's error shape, naming the parameter).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        fields = _nul_fields(request)
+        if fields is None:
+            return self.get_response(request)
+        (where, (problem,)), *_ = fields.items()
+        if request.path.startswith(API_PREFIX):
+            label = "" if where == "non_field_errors" else f"{where}: "
+            body = error_body("invalid", f"Invalid input. {label}{problem}", {"fields": fields})
+            return JsonResponse(body, status=400)
+        return HttpResponseBadRequest(
+            f"Bad request: the URL contains a NUL character. {problem}", content_type="text/plain"
+        )
 
 
 class HealthCheckMiddleware:

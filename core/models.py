@@ -272,5 +272,6 @@ class Event(AgencyOwnedModel):
         return f"{self.event_type} @ {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
-# Registered with the core app from its own module (API authentication owns it).
+# Registered with the core app from their own modules (API authentication and idempotency).
+from core.api.idempotency import IdempotencyRecord  # noqa: E402, F401
 from core.api_keys.models import ApiKey  # noqa: E402, F401

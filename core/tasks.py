@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from core import retention
+from core import retention, tenancy
 
 
 @shared_task(name="core.purge_past_retention", ignore_result=True)
 def purge_past_retention() -> int:
     """Beat: processed events older than each agency's ``event_retention_days``."""
     return retention.purge_all_agencies([retention.EVENTS])
+
+
+@shared_task(name="core.purge_idempotency_records", ignore_result=True)
+def purge_idempotency_records() -> int:
+    """Beat: answers to ``Idempotency-Key`` requests past their expiry (every agency)."""
+    from core.api.idempotency import purge_expired_idempotency_records  # noqa: PLC0415
+
+    with tenancy.platform_context():
+        return purge_expired_idempotency_records()

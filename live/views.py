@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 from core.admin_scoping import request_membership
 from core.api.permissions import APPROVE_ROLES
 from core.models import Agency, Role
+from flow.home import stuck_panel
 from live import home
 from usage.charts import usage_charts
 
@@ -102,6 +103,7 @@ PANELS: dict[str, Callable[[Agency], dict[str, Any]]] = {
     "in_progress": _in_progress,
     "waiting": _waiting,
     "recent": _recent,
+    "stuck": stuck_panel,  # flow/home.py: runs flagged as stuck (flow/templates/live/home/)
 }
 
 

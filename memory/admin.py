@@ -312,3 +312,7 @@ class ConversationAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
         "agent", "site", "context_type", "context_id", "messages_pretty", "metadata_pretty",
         "message_count", "tokens_used", "started_at", "last_message_at", "expires_at",
     ]  # fmt: skip
+
+
+# Learning (memory/learning/): patterns, run qualities, investigations.
+from memory.learning import admin as learning_admin  # noqa: E402, F401 - registers its pages

@@ -29,6 +29,7 @@ from core import fastdb, tenancy
 from core.exceptions import ApplicationError
 from memory import embeddings, extraction
 from memory.conversations import ConversationKey, conversation_append
+from memory.learning.services import learn_after_run
 from memory.models import Episode, EpisodeOutcome
 from tools.ratelimit import get_redis
 
@@ -106,8 +107,9 @@ def episode_text(episode: Episode) -> str:
 @shared_task(name=AFTER_RUN_TASK, ignore_result=True)
 def after_run(execution_id: str, *, agency_id: str) -> str:
     """Complete a finished run's episode (module docstring), once (a second delivery of the
-    message finds it done)."""
-    return episode_complete(uuid.UUID(execution_id), agency_id=uuid.UUID(agency_id))
+    message finds it done); then its quality score and what it teaches (memory.learning)."""
+    done = episode_complete(uuid.UUID(execution_id), agency_id=uuid.UUID(agency_id))
+    return f"{done}; {learn_after_run(uuid.UUID(execution_id), agency_id=uuid.UUID(agency_id))}"
 
 
 def episode_complete(execution_id: uuid.UUID, *, agency_id: uuid.UUID) -> str:

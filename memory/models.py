@@ -258,3 +258,15 @@ class MemoryChange(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} ({len(self.memory_ids)} memories)"
+
+
+# Learning (memory/learning/): run quality, learned patterns, investigations.
+from memory.learning.models import (  # noqa: E402, F401 - registered with the memory app
+    HumanMark,
+    Investigation,
+    InvestigationOutcome,
+    LearnedPattern,
+    PatternOutcome,
+    PatternUse,
+    RunQuality,
+)

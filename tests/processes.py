@@ -150,11 +150,10 @@ def make_agent(live_db: None, fake_llm_server: FakeProviderServer) -> Callable[.
             provider = LLMProvider(
                 agency=agency,
                 provider_name=kind,
-                api_endpoint=(
-                    fake_llm_server.anthropic_base_url
-                    if kind == "anthropic"
-                    else fake_llm_server.openai_base_url
-                ),
+                api_endpoint={
+                    "anthropic": fake_llm_server.anthropic_base_url,
+                    "google": fake_llm_server.google_base_url,
+                }.get(kind, fake_llm_server.openai_base_url),
             )
             provider.set_api_key("test-key-not-real")
             provider.save()

@@ -31,16 +31,26 @@ from tests.crm.factories import (
     NoteFactory,
     TaskFactory,
 )
+from tests.flow.factories import (
+    ExpectedWorkflowFactory,
+    LoopDetectionFactory,
+    StuckRunFactory,
+)
 from tests.memory.factories import (
     ConversationFactory,
     EpisodeFactory,
     MemoryChangeFactory,
     MemoryFactory,
 )
+from tests.memory.learning.factories import (
+    InvestigationFactory,
+    PatternUseFactory,
+    RunQualityFactory,
+)
 from tests.tools.factories import ToolCallFactory, ToolFactory
 from tests.usage.factories import ModelPriceFactory
 
-DOMAIN_APPS = ("agents", "tools", "memory", "approvals", "usage", "crm")
+DOMAIN_APPS = ("agents", "tools", "memory", "approvals", "usage", "crm", "flow")
 
 # (factory, column) for every enumerated column of the domain apps and core.Event.
 ENUM_COLUMNS: list[tuple[Callable[..., Any], str]] = [
@@ -75,6 +85,14 @@ ENUM_COLUMNS: list[tuple[Callable[..., Any], str]] = [
     (EpisodeFactory, "outcome"),
     (ConversationFactory, "context_type"),
     (MemoryChangeFactory, "action"),
+    (RunQualityFactory, "human_mark"),
+    (PatternUseFactory, "outcome"),
+    (InvestigationFactory, "outcome"),
+    (ExpectedWorkflowFactory, "agent_type"),
+    (LoopDetectionFactory, "kind"),
+    (LoopDetectionFactory, "outcome"),
+    (StuckRunFactory, "state"),
+    (StuckRunFactory, "action_taken"),
     (RiskRuleFactory, "risk_level"),
     (ApprovalFactory, "status"),
     (ApprovalFactory, "risk_level"),

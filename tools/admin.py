@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString
 
 from agents.admin.common import EMPTY, json_display, link, run_link
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
+from tools.mcp import admin as _mcp_admin  # noqa: F401 - registers the MCP admins
 from tools.models import Tool, ToolCall
 from tools.validation import InvalidToolSchema, check_parameters_schema
 

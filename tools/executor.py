@@ -39,7 +39,7 @@ from core import fastdb
 from core.storable import storable_json
 from ops import metrics
 from tools import access, ratelimit, registry, selectors
-from tools.handlers import HumanQuestion, ToolContext, ToolError, ToolResult
+from tools.handlers import AwaitRun, HumanQuestion, ToolContext, ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
 from tools.validation import describe_argument_errors, validate_arguments
 from usage import services as usage_services
@@ -72,6 +72,7 @@ class ToolOutcome:
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     replayed: bool = False  # the call had already run: its recorded result was returned
     ask: HumanQuestion | None = None  # the handler asks a person (ask_user)
+    awaiting: AwaitRun | None = None  # the call now waits for another run (delegate_to_agent)
 
     @property
     def is_error(self) -> bool:
@@ -163,8 +164,8 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
             started = time.perf_counter()
             outcome = _run_handler(request, key, arguments)
             seconds = time.perf_counter() - started
-            if outcome.ask is not None:  # ask_user: the run now waits for the answer
-                return _park_for_answer(request, policy, key, outcome.ask, existing=existing)
+            if outcome.ask is not None or outcome.awaiting is not None:  # the run now waits
+                return _park_waiting(request, policy, key, outcome, existing=existing)
     _record(
         request,
         policy=policy,
@@ -184,6 +185,8 @@ def _seen_before(
     """A call recorded by an earlier delivery of the run: its outcome when it is settled (it ran,
     or its question was answered), else the approval it waited for (to run it now, once)."""
     if existing.status == ToolCallStatus.WAITING_INPUT:
+        if registry.get_resumer(existing.tool_name) is not None:  # it waited for another run
+            return _resumed(request, existing, step_id)
         return _answered(request, existing, step_id)
     if existing.status != ToolCallStatus.WAITING_APPROVAL:
         # Ran already (a resumed run): never run it twice, give the model the same result.
@@ -315,6 +318,7 @@ def _run_handler(request: CallRequest, key: str, arguments: dict[str, Any]) -> T
             park_until=result.park_until,
             after_commit=list(result.after_commit),
             ask=result.ask,
+            awaiting=result.await_run,
         )
     return ToolOutcome(storable_json(result), ToolCallStatus.COMPLETED)
 
@@ -472,6 +476,89 @@ def _park_for_answer(
         ToolCallStatus.WAITING_INPUT,
         question=question,
     )
+
+
+def _park_waiting(
+    request: CallRequest,
+    policy: ToolPolicy,
+    key: str,
+    outcome: ToolOutcome,
+    *,
+    existing: ToolCall | None,
+) -> ToolOutcome:
+    """The call waits: for a person's answer (ask_user) or for another run (delegate_to_agent)."""
+    if outcome.ask is not None:
+        return _park_for_answer(request, policy, key, outcome.ask, existing=existing)
+    return _park_for_run(request, policy, key, outcome, existing=existing)
+
+
+def _park_for_run(
+    request: CallRequest,
+    policy: ToolPolicy,
+    key: str,
+    outcome: ToolOutcome,
+    *,
+    existing: ToolCall | None,
+) -> ToolOutcome:
+    """The call waits for another run (no step yet: it is written with that run's result, given
+    by the tool's resumer when the run resumes). Its output says which run it waits for."""
+    outcome.status = ToolCallStatus.WAITING_INPUT
+    if existing is not None:  # it waited for an approval first
+        existing.status, existing.output = ToolCallStatus.WAITING_INPUT, outcome.output
+        existing.save(update_fields=["status", "output", "updated_at"])
+        return outcome
+    ToolCall.objects.create(
+        agency_id=request.agency_id,
+        agent_id=request.agent_id,
+        tool_id=policy.get("tool_id"),
+        tool_name=request.call.name,
+        execution_id=request.execution_id,
+        tool_call_id=request.call.id,
+        idempotency_key=key,
+        input=request.call.arguments,
+        output=outcome.output,
+        status=ToolCallStatus.WAITING_INPUT,
+        started_at=timezone.now(),
+    )
+    return outcome
+
+
+def _resumed(request: CallRequest, existing: ToolCall, step_id: uuid.UUID | None) -> ToolOutcome:
+    """A call that waited for another run, in the resumed run: the tool's resumer gives its
+    result (or says it still waits: a delivery that came early parks the run again)."""
+    resume = registry.get_resumer(existing.tool_name)
+    assert resume is not None
+    context = ToolContext(
+        agency_id=request.agency_id,
+        site_id=request.site_id,
+        agent_id=request.agent_id,
+        execution_id=request.execution_id,
+        tool_call_id=existing.tool_call_id,
+        idempotency_key=existing.idempotency_key,
+        triggered_by_user_id=request.triggered_by_user_id,
+    )
+    try:
+        result = resume(context, existing.input or {}, existing.output or {})
+    except ToolError as exc:
+        outcome = ToolOutcome(exc.as_output(), ToolCallStatus.FAILED)
+    else:
+        if isinstance(result, ToolResult) and result.await_run is not None:
+            return ToolOutcome(
+                result.output, ToolCallStatus.WAITING_INPUT, awaiting=result.await_run
+            )
+        output = result.output if isinstance(result, ToolResult) else result
+        outcome = ToolOutcome(storable_json(output), ToolCallStatus.COMPLETED)
+    _record(
+        request,
+        policy=request.tools.get(request.call.name),
+        key=existing.idempotency_key,
+        arguments=existing.input or {},
+        outcome=outcome,
+        seconds=0.0,
+        step_id=step_id,
+        existing=existing,
+    )
+    return outcome
 
 
 def _answered(request: CallRequest, existing: ToolCall, step_id: uuid.UUID | None) -> ToolOutcome:

@@ -42,6 +42,17 @@ class HumanQuestion:
 
 
 @dataclass(frozen=True)
+class AwaitRun:
+    """Another run the call waits for (``delegate_to_agent``): the run parks, holding no worker,
+    until then (``until``: when the wait expires) and says so in its ``input_request``; the
+    tool's resumer (tools.registry.resumer) gives the call's result when it resumes."""
+
+    execution_id: uuid.UUID
+    until: datetime.datetime | None = None
+    input_request: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ToolResult:
     """A handler's result when it needs more than an output dict."""
 
@@ -52,6 +63,8 @@ class ToolResult:
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     # The execution waits for a person's answer, which then replaces ``output`` as the result.
     ask: HumanQuestion | None = None
+    # The execution waits for another run (delegate_to_agent), whose result becomes this one's.
+    await_run: AwaitRun | None = None
 
 
 class ToolError(Exception):
@@ -71,3 +84,6 @@ class ToolError(Exception):
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], "dict[str, Any] | ToolResult"]
+# A waiting call's result when its run resumes: ``resumer(context, arguments, waiting output)``;
+# a ToolResult with ``await_run`` set means it still waits.
+Resumer = Callable[[ToolContext, dict[str, Any], dict[str, Any]], "dict[str, Any] | ToolResult"]

@@ -8,6 +8,9 @@ from django.db import models
 from agents.models import Agent, Execution, ExecutionStep
 from core.models import AgencyOwnedModel
 
+# The MCP models live in tools/mcp/ and belong to this app (imported here for Django).
+from tools.mcp.models import McpAllowedAddress, McpServer  # noqa: F401
+
 # Function names as the OpenAI and Anthropic APIs accept them, lower case (tools/patterns.py).
 TOOL_NAME_REGEX = r"^[a-z][a-z0-9_]{0,63}$"
 
@@ -53,6 +56,10 @@ class Tool(AgencyOwnedModel):
 
     handler_type = models.CharField(max_length=10, choices=HandlerType.choices)
     handler_config = models.JSONField(default=dict, blank=True)
+    # A tool discovered on an agency's MCP server (tools/mcp/): goes with the server.
+    mcp_server = models.ForeignKey(
+        McpServer, null=True, blank=True, on_delete=models.CASCADE, related_name="tools"
+    )
 
     requires_permissions = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     requires_modules = ArrayField(models.CharField(max_length=100), default=list, blank=True)

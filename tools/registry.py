@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from tools.handlers import Handler
+from tools.handlers import Handler, Resumer
 
 _HANDLERS: dict[str, Handler] = {}
+_RESUMERS: dict[str, Resumer] = {}
 _BUILTIN_MODULES = (
     "tools.builtin.crm",
     "tools.builtin.communication",
@@ -16,8 +17,12 @@ _BUILTIN_MODULES = (
     "tools.builtin.web",
     "tools.builtin.flow",
     "tools.builtin.memory",
+    "tools.mcp.handler",  # the tools of agencies' MCP servers, mcp_<server>__<tool> (issue 18)
+    "teams.tool",  # delegate_to_agent (issue 19)
 )
 _loaded = False
+# Tools named by prefix, one function for all (MCP tools): it makes the handler of a given name.
+_FAMILIES: dict[str, Callable[[str], Handler]] = {}
 
 
 def handler(name: str) -> Callable[[Handler], Handler]:
@@ -32,6 +37,22 @@ def handler(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
+def resumer(name: str) -> Callable[[Resumer], Resumer]:
+    """Register the decorated function as what gives a waiting call of tool ``name`` its result
+    when the run resumes (a handler that returned ``ToolResult(await_run=...)``)."""
+
+    def register(function: Resumer) -> Resumer:
+        _RESUMERS[name] = function
+        return function
+
+    return register
+
+
+def get_resumer(name: str) -> Resumer | None:
+    _load_builtins()
+    return _RESUMERS.get(name)
+
+
 def _load_builtins() -> None:
     global _loaded  # noqa: PLW0603 - one-time import of the handler modules
     if _loaded:
@@ -41,9 +62,24 @@ def _load_builtins() -> None:
     _loaded = True
 
 
+def handler_family(prefix: str) -> Callable[[Callable[[str], Handler]], Callable[[str], Handler]]:
+    """Register the decorated function as what makes the handler of every tool whose name starts
+    with ``prefix`` (and has no handler of its own)."""
+
+    def register(make: Callable[[str], Handler]) -> Callable[[str], Handler]:
+        _FAMILIES[prefix] = make
+        return make
+
+    return register
+
+
 def get_handler(name: str) -> Handler | None:
     _load_builtins()
-    return _HANDLERS.get(name)
+    found = _HANDLERS.get(name)
+    if found is None:
+        make = next((f for p, f in _FAMILIES.items() if name.startswith(p)), None)
+        found = make(name) if make is not None else None
+    return found
 
 
 def registered_names() -> list[str]:

@@ -74,7 +74,7 @@ def offered_tools(
     return [
         tool
         for tool in tools
-        if tool.name in installed
+        if (tool.name in installed or registry.get_handler(tool.name) is not None)
         and decide_tool(
             tool.name,
             requires_permissions=tool.requires_permissions,

@@ -10,6 +10,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from core.exceptions import ApplicationError
+from tools.mcp.naming import PREFIX as MCP_PREFIX
 from tools.models import Tool
 from tools.validation import InvalidToolSchema, check_parameters_schema
 
@@ -48,6 +49,15 @@ def validate_tool_fields(fields: dict[str, Any]) -> None:
         raise _invalid(errors)
 
 
+def _check_name(tool: Tool) -> None:
+    """``mcp_`` names are the tools of MCP servers (``tools.mcp.naming``): the executor runs any
+    tool so named with the MCP handler, so another tool may not take the prefix."""
+    if tool.name.startswith(MCP_PREFIX) and tool.mcp_server_id is None:
+        raise _invalid(
+            {"name": [f"Names starting with {MCP_PREFIX!r} are reserved for MCP servers' tools."]}
+        )
+
+
 def _save(tool: Tool) -> Tool:
     try:
         with transaction.atomic():
@@ -63,7 +73,9 @@ def _save(tool: Tool) -> Tool:
 def tool_create(*, agency_id: uuid.UUID, **fields: Any) -> Tool:
     """Precondition: in the agency's context."""
     validate_tool_fields(fields)
-    return _save(Tool(agency_id=agency_id, is_system=False, **fields))
+    tool = Tool(agency_id=agency_id, is_system=False, **fields)
+    _check_name(tool)
+    return _save(tool)
 
 
 @transaction.atomic
@@ -73,6 +85,8 @@ def tool_update(*, tool: Tool, **fields: Any) -> Tool:
     validate_tool_fields(fields)
     for name, value in fields.items():
         setattr(tool, name, value)
+    if "name" in fields:
+        _check_name(tool)
     return _save(tool)
 
 

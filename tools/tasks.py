@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 
 from tools.builtin.communication import deliver_stranded_emails, fail_abandoned_sends
+from tools.mcp.tasks import refresh_mcp_servers_task  # noqa: F401 - registers the task
 
 
 @shared_task(name="tools.deliver_stranded_emails", ignore_result=True)

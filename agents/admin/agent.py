@@ -39,6 +39,7 @@ from agents.services import (
 )
 from agents.services.agents import EDITABLE_FIELDS
 from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin, StackedInline, request_agency
+from flow.panels import flow_panel
 
 PATTERN_FIELDS = ("allowed_tools", "denied_tools")
 PREVIEW_FIELDS = (*PATTERN_FIELDS, "constraints")  # what the tool preview is computed from
@@ -81,7 +82,7 @@ class AgentAdmin(AgencyScopedAdmin):
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = [
         "effective_tools_display", "schedule_display", "budget_display", "memory_display",
-        *STATS_FIELDS,
+        "flow_display", "learning_display", *STATS_FIELDS,
     ]  # fmt: skip
     actions = ["activate", "deactivate", "duplicate", "run_now"]
     actions_detail = ["try_it"]
@@ -139,6 +140,16 @@ class AgentAdmin(AgencyScopedAdmin):
     @admin.display(description="Memory")
     def memory_display(self, obj: Agent | None) -> SafeString | str:
         return memory_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
+
+    @admin.display(description="Flow analysis")
+    def flow_display(self, obj: Agent | None) -> SafeString | str:
+        return flow_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
+
+    @admin.display(description="Quality and learning")
+    def learning_display(self, obj: Agent | None) -> SafeString | str:
+        from memory.learning.panels import agent_quality_panel  # noqa: PLC0415 - memory imports agents
+
+        return agent_quality_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
 
     @admin.display(description="Executions")
     def executions_link(self, obj: Agent | None) -> SafeString | str:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 TAB = ["tab"]
 STATS = "Runs & stats"  # only once the agent exists
+FLOW = "Flow, teams and learning"  # issue 19's settings
 
 STATS_FIELDS = (
     "executions_link",
@@ -113,6 +114,29 @@ FIELDSETS: _FieldsetSpec = [
                 "context_token_budget",
                 "conversation_window",
                 "conversation_ttl_hours",
+            ],
+        },
+    ),
+    (
+        FLOW,
+        {
+            "classes": TAB,
+            "description": "Loops and stuck runs (flow analysis), which agents this one may "
+            "hand work to, and what it learns from its good runs. Expected workflows are "
+            "defined under Flow analysis.",
+            "fields": [
+                "flow_display",
+                "loop_threshold",
+                "loop_action",
+                "stuck_after_seconds",
+                "stuck_action",
+                "delegate_agents",
+                "denied_delegate_agents",
+                "learning_display",
+                "learning_enabled",
+                "quality_threshold",
+                "quality_judge_enabled",
+                "investigation_max_steps",
             ],
         },
     ),

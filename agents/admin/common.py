@@ -35,15 +35,17 @@ def admin_url(obj: Model, action: str = "change") -> str:
     return reverse(f"admin:{opts.app_label}_{opts.model_name}_{action}", args=[obj.pk])
 
 
-def link(obj: Model | None, text: object = None) -> SafeString | str:
-    """A link to ``obj``'s change page (its view page for read-only admins)."""
+def link(obj: Model | None, text: object = None) -> SafeString:
+    """A link to ``obj``'s change page (its view page for read-only admins); the text alone,
+    escaped all the same, when the model has no admin page: callers mark the result safe."""
     if obj is None:
-        return EMPTY
+        return format_html("{}", EMPTY)
+    label = text if text is not None else obj
     try:
         url = admin_url(obj)
     except NoReverseMatch:  # not registered in the admin
-        return str(text if text is not None else obj)
-    return format_html(LINK, url, text if text is not None else obj)
+        return format_html("{}", label)
+    return format_html(LINK, url, label)
 
 
 def run_link(execution: Any) -> SafeString | str:

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import URLPattern, reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
@@ -45,10 +45,16 @@ class ExecutionStepInline(ReadOnlyInline):
     model = ExecutionStep
     fields = [
         "step_number", "step_type", "tool_name", "model", "tokens_input", "tokens_output",
-        "cost_usd", "duration_ms", "started_at",
+        "cost_usd", "duration_ms", "started_at", "retry",
     ]  # fmt: skip
     ordering = ["step_number"]
     verbose_name_plural = "Steps"
+
+    @admin.display(description="Retry")
+    def retry(self, obj: ExecutionStep) -> SafeString | str:
+        from flow.replay.views import retry_link  # noqa: PLC0415 - flow imports agents
+
+        return retry_link(obj)
 
 
 class ToolCallInline(ReadOnlyInline):
@@ -155,6 +161,14 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
             },
         ),
         ("Input", {"fields": ["input", "trigger_data_pretty"]}),
+        # Delegation (teams/): what this run asked other agents and answered them.
+        ("Agent messages", {"fields": ["agent_messages"]}),
+        # flow/: the run against its expected workflow, its loops and stuck flags.
+        ("Flow analysis", {"fields": ["flow_analysis"]}),
+        # memory/learning: the run's quality score, its mark, patterns, investigations.
+        ("Quality", {"fields": ["quality_panel"]}),
+        # flow/diagrams: the run as Mermaid sequence and state diagrams, replay (dry).
+        ("Diagrams", {"fields": ["flow_diagrams"]}),
         (
             "Outcome",
             {
@@ -233,6 +247,35 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
             f"{url}?a={version.number}&b={current}",
             f"diff with version {current}",
         )
+
+    @admin.display(description="Messages")
+    def agent_messages(self, obj: Execution | None) -> SafeString | str:
+        from teams.display import messages_table  # noqa: PLC0415 - teams imports this admin
+
+        return EMPTY if obj is None else messages_table(obj)
+
+    @admin.display(description="Completeness")
+    def flow_analysis(self, obj: Execution | None) -> SafeString | str:
+        from flow.panels import completeness_panel  # noqa: PLC0415 - flow imports agents
+
+        return EMPTY if obj is None else completeness_panel(obj)
+
+    @admin.display(description="Quality")
+    def quality_panel(self, obj: Execution | None) -> SafeString | str:
+        from memory.learning.panels import quality_panel  # noqa: PLC0415 - memory imports agents
+
+        return EMPTY if obj is None else quality_panel(obj)
+
+    @admin.display(description="Flow")
+    def flow_diagrams(self, obj: Execution | None) -> SafeString | str:
+        from flow.diagrams.views import diagrams_panel  # noqa: PLC0415 - flow imports agents
+
+        return EMPTY if obj is None else diagrams_panel(obj, can_replay=True)
+
+    def get_urls(self) -> list[URLPattern]:
+        from flow.replay.views import run_urls  # noqa: PLC0415 - flow imports agents
+
+        return [*run_urls(self), *super().get_urls()]
 
     @admin.display(description="Related")
     def related_links(self, obj: Execution | None) -> SafeString | str:

@@ -12,6 +12,19 @@ from agents.models import LLMProvider
 from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin
 
 KEY_INPUTS = ("api_key", "clear_api_key")
+CREDENTIALS_HELP = (
+    "OpenAI, Anthropic and Google Gemini: the provider's API key (Google: a Gemini API key "
+    "from AI Studio); leave the API endpoint empty to use the provider's own service. An "
+    "endpoint is a gateway's base URL: for OpenAI with its /v1, for Anthropic and Google "
+    "without a version (the Google SDK appends /v1beta/models/<model>:generateContent). "
+    "OpenAI-compatible servers (Ollama, vLLM) need the endpoint, e.g. http://host:11434/v1, "
+    "and usually no key. The organization id is OpenAI's only."
+)
+MODELS_HELP = (
+    "The default model is the one agents of this provider use when they name none, e.g. "
+    "gpt-4o-mini, claude-sonnet-4-5 or gemini-2.5-flash. Their prices (usage: model prices) "
+    "make a run's cost."
+)
 
 
 @admin.register(LLMProvider)
@@ -30,9 +43,15 @@ class LLMProviderAdmin(AgencyScopedAdmin):
         (None, {"fields": ["provider_name", "site", "is_active", "is_default"]}),
         (
             "Credentials",
-            {"fields": ["api_key_status", *KEY_INPUTS, "api_endpoint", "organization_id"]},
+            {
+                "fields": ["api_key_status", *KEY_INPUTS, "api_endpoint", "organization_id"],
+                "description": CREDENTIALS_HELP,
+            },
         ),
-        ("Models", {"fields": ["available_models", "default_model"]}),
+        (
+            "Models",
+            {"fields": ["available_models", "default_model"], "description": MODELS_HELP},
+        ),
         (
             "Limits",
             {

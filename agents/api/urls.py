@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from agents.api.providers import LLMProviderViewSet
 from agents.api.views import (
     AgentExecutionList,
     AgentVersionDetail,
@@ -14,6 +15,7 @@ from agents.api.views import (
 router = SimpleRouter()
 router.register("agents", AgentViewSet, basename="agent")
 router.register("executions", ExecutionViewSet, basename="execution")
+router.register("llm-providers", LLMProviderViewSet, basename="llm-provider")
 
 urlpatterns = [
     path(

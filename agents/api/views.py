@@ -42,6 +42,7 @@ from agents.services import (
     skipped_trigger,
 )
 from agents.services.versions import access_agent_version, agent_versions
+from core.api import idempotency
 from core.api.base import TenantScopedView, TenantViewSet, parse_id
 from core.api.exceptions import error_body
 from core.api.fields import ErrorSerializer
@@ -116,35 +117,59 @@ class AgentViewSet(
         description=(
             "Queues a manual run and answers at once with its id; follow it at "
             "`/executions/{id}/`. 409 when the agent is inactive or over its run limits (the "
-            "skipped trigger is still logged)."
+            "skipped trigger is still logged). With an `Idempotency-Key` header, a retry of "
+            "the same request returns the first answer instead of starting a second run."
         ),
         request=ExecuteSerializer,
+        parameters=[idempotency.SCHEMA_PARAMETER],
         responses={
             202: ExecuteAcceptedSerializer,
             409: OpenApiResponse(ErrorSerializer, description="The run was not started."),
+            422: OpenApiResponse(
+                ErrorSerializer,
+                description="The Idempotency-Key was already used for a different request.",
+            ),
         },
     )
     @action(detail=True, methods=["post"])
     def execute(self, request: Request, pk: str | None = None) -> Response:
         agent = self.get_object()
+        key = idempotency.idempotency_key_from(request.headers)
         body = ExecuteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        execution = execution_create(
-            agent=agent,
-            trigger_type=TriggerType.MANUAL,
-            input=body.validated_data["input"],
-            trigger_data=body.validated_data["trigger_data"],
-            triggered_by_id=self.principal.user_id,
+
+        def start() -> tuple[int, Any]:
+            execution = execution_create(
+                agent=agent,
+                trigger_type=TriggerType.MANUAL,
+                input=body.validated_data["input"],
+                trigger_data=body.validated_data["trigger_data"],
+                triggered_by_id=self.principal.user_id,
+            )
+            if execution is None:
+                # A response, not an exception: the skipped trigger's log row must be kept.
+                log = skipped_trigger(agent)
+                reason = log.skip_reason if log else "skipped"
+                detail = log.skip_detail if log else "The run was not started."
+                return status.HTTP_409_CONFLICT, error_body(reason, f"Not started: {detail}.")
+            data = {"execution_id": execution.id, "status": execution.status}
+            return status.HTTP_202_ACCEPTED, ExecuteAcceptedSerializer(data).data
+
+        if key is None:
+            code, data = start()
+            return Response(data, status=code)
+        assert self.principal.agency_id is not None  # RolePermission: writes have an agency
+        code, data, replayed = idempotency.idempotent_call(
+            agency_id=self.principal.agency_id,
+            credential=idempotency.credential_of(self.principal),
+            key=key,
+            fingerprint=idempotency.request_hash(
+                method="POST", path=f"agents/{agent.pk}/execute", body=body.validated_data
+            ),
+            call=start,
         )
-        if execution is None:
-            # A response, not an exception: the skipped trigger's log row must be kept.
-            log = skipped_trigger(agent)
-            reason = log.skip_reason if log else "skipped"
-            detail = log.skip_detail if log else "The run was not started."
-            body_409 = error_body(reason, f"Not started: {detail}.")
-            return Response(body_409, status=status.HTTP_409_CONFLICT)
-        data = {"execution_id": execution.id, "status": execution.status}
-        return Response(ExecuteAcceptedSerializer(data).data, status=status.HTTP_202_ACCEPTED)
+        headers = {idempotency.REPLAYED_HEADER: "true"} if replayed else None
+        return Response(data, status=code, headers=headers)
 
     @extend_schema(
         operation_id="agents_activate",

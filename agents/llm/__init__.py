@@ -1,5 +1,5 @@
-"""The LLM provider gateway: the only package that imports the `openai` and `anthropic` SDKs
-(lazily, in `get_provider`, so importing this package stays cheap).
+"""The LLM provider gateway: the only package that imports the `openai`, `anthropic` and
+`google-genai` SDKs (lazily, in `get_provider`, so importing this package stays cheap).
 
     provider = get_provider(ProviderConfig(kind="anthropic", model="claude-sonnet-4-5"))
     completion = provider.complete(messages, tools)          # or: for event in provider.stream(...)

@@ -70,7 +70,9 @@ class LLMBadRequest(LLMError):
 
 
 def missing_key_error(kind: str, env_var: str) -> LLMConfigurationError:
-    label = {"openai": "OpenAI", "anthropic": "Anthropic"}.get(kind, kind)
+    label = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google Gemini"}.get(
+        kind, kind
+    )
     return LLMConfigurationError(
         f"No API key for the {label} provider. Set the API key on the agency's LLM provider "
         f"(admin: LLM providers, provider '{kind}') or set the {env_var} environment variable.",

@@ -13,7 +13,14 @@ from agents.llm.base import Provider, Sleep
 from agents.llm.errors import LLMConfigurationError, missing_key_error
 from agents.llm.types import ProviderConfig
 
-ENV_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+ENV_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+# Google's SDK reads GEMINI_API_KEY, and GOOGLE_API_KEY before it when both are set; the
+# gateway reads them the same way, and passes the key to the SDK itself.
+GOOGLE_ENV_KEYS = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 # Local OpenAI-compatible servers ignore the key, but the SDK refuses to build a client without one.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 
@@ -49,9 +56,11 @@ def resolve_api_key(config: ProviderConfig) -> str:
             "API endpoint to use the platform's key with the provider's own service.",
             provider=config.kind,
         )
-    key = os.environ.get(env_var, "").strip()
+    names = GOOGLE_ENV_KEYS if config.kind == "google" else (env_var,)
+    key = next((value for name in names if (value := os.environ.get(name, "").strip())), "")
     if not key:
-        raise missing_key_error(config.kind, env_var)
+        shown = " or ".join(reversed(names))
+        raise missing_key_error(config.kind, shown)
     return key
 
 
@@ -65,7 +74,7 @@ def get_provider(config: ProviderConfig, *, sleep: Sleep | None = None) -> Provi
     provider) must not accumulate without bound.
     `sleep` replaces the backoff's sleeping; with it the provider is built fresh and not shared.
     """
-    if config.kind not in ("openai", "anthropic", "openai_compatible"):
+    if config.kind not in ("openai", "anthropic", "openai_compatible", "google"):
         raise LLMConfigurationError(
             f"Unknown LLM provider kind {config.kind!r}", provider=config.kind
         )
@@ -120,6 +129,10 @@ def _build(config: ProviderConfig, api_key: str, sleep: Sleep | None) -> Provide
         from agents.llm.anthropic_provider import AnthropicProvider  # noqa: PLC0415
 
         provider_class: type[Provider] = AnthropicProvider
+    elif config.kind == "google":
+        from agents.llm.google_provider import GoogleProvider  # noqa: PLC0415
+
+        provider_class = GoogleProvider
     else:
         from agents.llm.openai_provider import OpenAIProvider  # noqa: PLC0415
 

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
-ProviderKind = Literal["openai", "anthropic", "openai_compatible"]
+ProviderKind = Literal["openai", "anthropic", "openai_compatible", "google"]
 # Normalised across providers; the provider's own value is kept in Completion.raw_stop_reason.
 StopReason = Literal["end", "tool_calls", "max_tokens", "refusal", "other"]
 RawResponse = dict[str, Any]
@@ -307,7 +307,8 @@ StreamEvent = TextDelta | ToolCallDelta | ToolCallComplete | UsageUpdate | Strea
 class ProviderConfig:
     """Plain configuration: the agency's provider row (decrypted key) or settings build one.
 
-    `api_key=None` means "from the environment" (OPENAI_API_KEY / ANTHROPIC_API_KEY); an
+    `api_key=None` means "from the environment" (OPENAI_API_KEY / ANTHROPIC_API_KEY /
+    GEMINI_API_KEY or GOOGLE_API_KEY); an
     `openai_compatible` server (Ollama, vLLM, llama.cpp) needs a `base_url` and no key.
     `max_retries` counts retries after the first attempt; the backoff doubles from
     `backoff_base` up to `backoff_max`, and a Retry-After header wins, capped at `retry_after_cap`.

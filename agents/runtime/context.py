@@ -43,6 +43,8 @@ class ConfigSnapshot(TypedDict):
     conversation: NotRequired[list[MessageDict]]
     conversation_key: NotRequired[dict[str, str]]
     context_token_budget: NotRequired[int]
+    # Issue 19: a delegated run's limits from the run that delegated to it (teams/runtime.py).
+    delegation: NotRequired[dict[str, Any]]
 
 
 def build_system_prompt(

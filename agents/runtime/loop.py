@@ -66,7 +66,10 @@ from approvals.models import CorrectionChoice, QuestionKind
 from core import database, tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
+from flow.runtime import RunFlow
+from memory.learning import investigations
 from ops import metrics, tracing
+from teams import runtime as teams
 from tools.executor import CallRequest, execute_tool_call
 from tools.models import ToolCallStatus
 from usage import services as usage_services
@@ -254,9 +257,11 @@ class _Run:
         self.meter = metrics.RunMeter(
             agent=agent, provider=self.snapshot["llm_provider"], model=self.snapshot["llm_model"]
         )
+        self.flow = RunFlow(self)  # decision points and loop detection (flow/runtime.py)
+        self.share = teams.budget_share(self.snapshot)  # a delegated run's (teams/runtime.py)
 
     # --- the loop ----------------------------------------------------------------------------
-    def run(self) -> str:  # noqa: PLR0911 - each return is one way a run ends
+    def run(self) -> str:  # noqa: PLR0911, PLR0912 - each return is one way a run ends
         messages, pending, observed = self._conversation()
         self.call_ids.update(c.id for m in messages for c in m.tool_calls)
         try:
@@ -293,6 +298,13 @@ class _Run:
                 if isinstance(granted, provider_limits.Refusal):
                     return self._defer(granted)
                 slot = granted
+            share = teams.over_share(
+                self.share, self.execution, self.snapshot, price, self.window.tokens
+            )
+            if share is not None:  # a delegated run's budget share (teams/runtime.py)
+                return self._end_unless_cancelled(
+                    ExecutionStatus.FAILED, StopReason.BUDGET_EXCEEDED, error=share
+                )
             reservation = self._reserve_budget(price, self.window.tokens)
             if reservation is None:
                 metrics.budget_refused("model_call")
@@ -316,6 +328,8 @@ class _Run:
             messages.append(reply)
             if ended is not None:
                 return ended
+            if (looped := self.flow.check_reply(completion.tool_calls, messages)) is not None:
+                return looped
             outcome = self._act(list(completion.tool_calls), messages)
             if outcome is not None:
                 return outcome
@@ -406,13 +420,17 @@ class _Run:
             if isinstance(granted, provider_limits.Refusal):
                 return self._defer(granted)
             slot = granted
-        reservation = self._reserve_budget(price, _input_tokens(request))
+        # (a delegated run's budget share counts summaries too: teams/runtime.py)
+        share = teams.over_share(
+            self.share, self.execution, self.snapshot, price, _input_tokens(request)
+        )
+        reservation = None if share else self._reserve_budget(price, _input_tokens(request))
         if reservation is None:
             metrics.budget_refused("model_call")
             return self._end_unless_cancelled(
                 ExecutionStatus.FAILED,
                 StopReason.BUDGET_EXCEEDED,
-                error="The agency's daily budget is exhausted.",
+                error=share or "The agency's daily budget is exhausted.",
             )
         started = time.perf_counter()
         try:
@@ -638,8 +656,10 @@ class _Run:
         write = store.step_transaction if final or budgeted else store.direct_step
         with write(self.execution, self.worker) as tx:
             now = timezone.now()
+            self.flow.replied(tx, completion, step_id=(step_id := uuid.uuid4()))
             tx.add_step(
                 StepType.THINK,
+                step_id=step_id,
                 reasoning=completion.text if not final else "",
                 output_text=completion.text if final else "",
                 model=completion.model[:MODEL_NAME_MAX],
@@ -695,7 +715,7 @@ class _Run:
         return self.execution.status if final else None
 
     # --- act ----------------------------------------------------------------------------------
-    def _act(
+    def _act(  # noqa: PLR0912 - a branch per way a call settles (runs, waits, parks)
         self,
         calls: list[ToolCall],
         messages: list[Message],
@@ -737,6 +757,7 @@ class _Run:
                     with tracing.tool_call(name=call.name, call_id=call.id) as span:
                         outcome = execute_tool_call(request, step_id=step_id)
                         tracing.tool_settled(span, status=outcome.status, output=outcome.output)
+                    self.flow.tool_settled(tx, call, outcome, step_id=step_id, resumed=resumed)
                     if outcome.approval is not None:
                         tx.park(
                             ExecutionStatus.WAITING_APPROVAL,
@@ -752,7 +773,12 @@ class _Run:
                         )
                         parked = ExecutionStatus.WAITING_INPUT
                         break
+                    if outcome.awaiting is not None:  # delegate_to_agent: its run's result
+                        parked = teams.park(tx, call.name, outcome.awaiting)
+                        break
                     output, park_until = outcome.output, outcome.park_until
+                    output = self.flow.result(tx, call, output)  # with a loop warning, if any
+                    output = investigations.tool_result(self, tx, call, output)  # memory.learning
                     failed = outcome.status == ToolCallStatus.FAILED and not outcome.replayed
                     for callback in outcome.after_commit:
                         transaction.on_commit(callback)
@@ -910,9 +936,8 @@ class _Run:
         return self._end(status, stop_reason, error=error)
 
     def _end_cancelled(self) -> str:
-        return self._end(
-            ExecutionStatus.CANCELLED, StopReason.CANCELLED, error="Cancelled on request."
-        )
+        stop_reason, error = self.flow.cancel_reason()  # "stuck" when stuck detection asked
+        return self._end(ExecutionStatus.CANCELLED, stop_reason, error=error)
 
     def _end(self, status: str, stop_reason: str, *, error: str = "") -> str:
         self._settle()

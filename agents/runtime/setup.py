@@ -21,8 +21,10 @@ from agents.runtime.providers import provider_config_for
 from agents.services.versions import config_fields
 from core.catalogue import CatalogueCache
 from memory import conversations
+from memory.learning import patterns as learned
 from memory.models import Episode, Memory
 from memory.search import search_episodes, search_memories
+from teams import runtime as teams
 from tools.executor import ToolPolicy
 from tools.selectors import active_tools, agency_enabled_modules, offered_tools
 
@@ -200,7 +202,7 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
     """The run's snapshot; also notes on ``execution`` (``agent_version_id``, for the caller to
     write with it) the version the agent's row names: read in the same row as the
     configuration, it is the version of exactly that configuration, at no extra query."""
-    tools = usable_tools(agent)
+    tools = teams.narrowed_tools(agent, execution, usable_tools(agent))  # a delegated run's
     recalled = recall(agent, execution)
     goals = open_goals(agent)
     prompt = build_system_prompt(
@@ -210,6 +212,7 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
         memories=recalled.memories,
         episodes=recalled.episodes,
     )
+    prompt = learned.with_patterns(prompt, agent, execution)  # approaches that worked before
     # The trigger goes into the first user message, not the system prompt.
     execution.agent_version_id = agent.current_version_id
     snapshot: ConfigSnapshot = {
@@ -232,6 +235,7 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
         snapshot["conversation_key"] = recalled.conversation_key
     if recalled.conversation:
         snapshot["conversation"] = recalled.conversation
+    teams.narrow(snapshot, execution)  # a delegated run: no more than its parent's limits
     return snapshot
 
 

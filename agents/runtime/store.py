@@ -37,6 +37,7 @@ from agents.models import (
     ExecutionStep,
     StateTransition,
     TransitionType,
+    TriggerType,
 )
 from agents.runtime.states import can_transition
 from core import fastdb, in_flight, realtime, tenancy
@@ -705,6 +706,7 @@ def finish_execution(
     _update_agent_stats(execution)
     _record_episode(execution)
     _record_usage(execution)
+    _delegation_ended(execution)
     metrics.run_finished(execution)  # counted once this commits
     # Seed 004's two end events (DESIGN.md: "ai.execution.completed / failed"): a run that did
     # not complete — failed, timed out, cancelled — is "failed"; status and stop_reason tell
@@ -822,6 +824,17 @@ def _record_usage(execution: Execution) -> None:
         llm_calls=execution.llm_call_count,
         tool_calls=execution.tool_call_count,
     )
+
+
+def _delegation_ended(execution: Execution) -> None:
+    """Teams (issue 19): a delegated run's end resumes the run that waits for it, with its
+    result; a run that ends otherwise than completed cancels the runs it delegated to."""
+    delegated = execution.trigger_type == TriggerType.AGENT
+    if not delegated and execution.status == ExecutionStatus.COMPLETED:
+        return  # the common case: no query
+    from teams import services  # noqa: PLC0415 - teams depends on the runtime
+
+    services.run_ended(execution)
 
 
 def _record_episode(execution: Execution) -> None:

@@ -143,12 +143,15 @@ def execution_create(
     triggered_by_id: int | None = None,
     enforce_limits: bool = True,
     queue: str | None = None,
+    depth: int | None = None,
+    initial_context: dict[str, Any] | None = None,
 ) -> Execution | None:
     """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped, see
     :func:`skipped_trigger`) when the agent, its agency or its site is inactive, or the agent is
     over its run limits. ``parent_id``: the run whose event (``trigger_event``) started this
-    one (:func:`event_dispatch` looks it up once per event). Precondition: in the agent's agency
-    context.
+    one (:func:`event_dispatch` looks it up once per event), or the run that delegated to it
+    (teams: with its ``depth`` and the limits it passes on in ``initial_context``).
+    Precondition: in the agent's agency context.
 
     Holds the agent's run-limit lock until the caller's transaction ends: a transaction that
     starts runs of several agents must start them in agent id order (as event dispatch does),
@@ -171,12 +174,13 @@ def execution_create(
         site_id=agent.site_id,
         # Started by another run's event: that run's child, one deeper.
         parent_id=parent_id,
-        depth=trigger_event.chain_depth if trigger_event else 0,
+        depth=depth if depth is not None else (trigger_event.chain_depth if trigger_event else 0),
         trigger_type=trigger_type,
         trigger_event=trigger_event,
         trigger_data=trigger_data or {},
         triggered_by_id=triggered_by_id,
         input=input,
+        initial_context=initial_context or {},
     )
     rows: list[Model] = []
     store.record_transition(
@@ -284,6 +288,14 @@ def execution_cancel(*, execution: Execution, reason: str = "Cancelled on reques
     """Cancel a run: at once when it is not running; otherwise the worker stops before its next
     model call or tool. Idempotent. Precondition: in the execution's agency context."""
     with transaction.atomic():
+        if execution.parent_id is not None and execution.trigger_type == TriggerType.AGENT:
+            # A delegated run's end resumes its parent: the parent's row is locked first, in
+            # the order every writer of the two takes them (teams.services).
+            list(
+                Execution.objects.select_for_update()
+                .filter(pk=execution.parent_id)
+                .values_list("pk", flat=True)
+            )
         locked = Execution.objects.select_for_update().get(pk=execution.pk)
         if locked.is_terminal:
             return locked
@@ -362,21 +374,31 @@ def execution_resume_due(execution: Execution, *, now: datetime.datetime) -> Exe
         )
 
 
-def execution_resume(*, execution: Execution, observation: str | None, reason: str) -> Execution:
+def execution_resume(
+    *, execution: Execution, observation: str | None, reason: str, queue: str | None = None
+) -> Execution:
     """A waiting run becomes pending again, with what it waited for as a new observation (none:
     what it waited for is a tool call's result, which the resumed run reads).
 
-    For answered questions and decisions (a timer's end: execution_resume_due). Precondition:
-    agency context.
+    For answered questions and decisions, and the end of the run a delegating run waited for
+    (a timer's end: execution_resume_due). ``queue``: where the run is delivered (default: the
+    default queue). Precondition: agency context.
     """
     with transaction.atomic():
         locked = Execution.objects.select_for_update().get(pk=execution.pk)
-        if locked.status not in (ExecutionStatus.WAITING_INPUT, ExecutionStatus.WAITING_APPROVAL):
+        if locked.status not in _RESUMABLE:
             return locked
-        return _resume(locked, observation=observation, reason=reason)
+        return _resume(locked, observation=observation, reason=reason, queue=queue)
 
 
-def _resume(locked: Execution, *, observation: str | None, reason: str) -> Execution:
+_RESUMABLE = frozenset(
+    {ExecutionStatus.WAITING_INPUT, ExecutionStatus.WAITING_APPROVAL, ExecutionStatus.WAITING_AGENT}
+)
+
+
+def _resume(
+    locked: Execution, *, observation: str | None, reason: str, queue: str | None = None
+) -> Execution:
     """Make the locked waiting run pending again (its observation, if any, as a new step) and
     deliver it once the transaction commits."""
     if observation is not None:
@@ -399,7 +421,7 @@ def _resume(locked: Execution, *, observation: str | None, reason: str) -> Execu
             "status", "sequence", "current_step", "wait_until", "input_request", "updated_at",
         ]
     )  # fmt: skip
-    enqueue_execution(locked)
+    enqueue_execution(locked, queue=queue)
     return locked
 
 

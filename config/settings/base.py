@@ -43,6 +43,10 @@ INSTALLED_APPS = [
     "crm",
     "live",
     "ops",
+    "flow",  # flow analysis: decision points, loops, stuck runs, expected workflows
+    "teams",  # delegate_to_agent: agents handing sub-tasks to each other
+    "members",  # invitations (the membership itself is core's)
+    "webhooks",  # inbound signed webhooks that start agent runs
     "channels",
     # The admin theme; before django.contrib.admin so that its templates win.
     "unfold",
@@ -65,8 +69,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: whatever answers under /api/ with an error (Django's 500 or debug page, a 404),
+    # the client gets the API's JSON error shape (core/middleware.py).
+    "core.middleware.ApiErrorMiddleware",
     # /healthz first: it reports on the database, so it must not need it (core/middleware.py).
     "core.middleware.HealthCheckMiddleware",
+    # A NUL in the URL is a 400 before anything queries with it (PostgreSQL refuses NUL).
+    "core.middleware.RejectNulMiddleware",
     # /metrics likewise: counters need no database (ops/middleware.py).
     "ops.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -148,6 +157,18 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = SERVICES.redis
+
+# The cache (Django's Redis backend on REDIS_URL): API throttle counters (core/api/throttling.py).
+# Short socket timeouts: a Redis outage costs a request at most this, and throttling then lets
+# requests through (fails open) rather than failing them.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env.str("AGENTDESK_CACHE_KEY_PREFIX", default="agentdesk"),
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -243,6 +264,16 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.deliver_stranded_emails",
         "schedule": 60.0,
     },
+    # The tools of every agency's MCP servers, discovered again (tools/mcp/).
+    "refresh-mcp-tools": {
+        "task": "tools.refresh_mcp_servers",
+        "schedule": env.float("AGENTDESK_MCP_REFRESH_INTERVAL_SECONDS", default=3600.0),
+    },
+    # Idempotency-Key answers past AGENTDESK_IDEMPOTENCY_KEY_HOURS (core/api/idempotency.py).
+    "purge-idempotency-records": {
+        "task": "core.purge_idempotency_records",
+        "schedule": 3600.0,
+    },
     # What is past each agency's retention (core/retention.py), in small batches.
     "purge-runs-past-retention": {
         "task": "agents.purge_past_retention",
@@ -256,9 +287,18 @@ CELERY_BEAT_SCHEDULE = {
         "task": "memory.purge_past_retention",
         "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
+    "purge-webhook-deliveries-past-retention": {
+        "task": "webhooks.purge_past_retention",
+        "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
+    },
     # Approvals and questions past their expires_at (agents' human_timeout_minutes) expire.
     "expire-waiting-decisions": {
         "task": "approvals.expire_waiting",
+        "schedule": env.float("AGENTDESK_EXPIRY_INTERVAL_SECONDS", default=30.0),
+    },
+    # Runs waiting for another agent (delegate_to_agent) past their deadline time out.
+    "expire-agent-waits": {
+        "task": "teams.expire_waits",
         "schedule": env.float("AGENTDESK_EXPIRY_INTERVAL_SECONDS", default=30.0),
     },
     # Each agent's memories: near-duplicates merged, the unimportant, unused and old pruned.
@@ -276,12 +316,26 @@ CELERY_BEAT_SCHEDULE = {
         "task": "memory.embed_pending",
         "schedule": env.float("AGENTDESK_EMBED_SWEEP_INTERVAL_SECONDS", default=300.0),
     },
+    # Runs in one state longer than expected are flagged and escalated (flow/stuck.py).
+    "detect-stuck-runs": {
+        "task": "flow.detect_stuck_runs",
+        "schedule": env.float("AGENTDESK_STUCK_CHECK_INTERVAL_SECONDS", default=60.0),
+    },
+    # Runs that ended get their completeness analysis against the expected workflow.
+    "analyse-finished-runs": {
+        "task": "flow.analyse_finished_runs",
+        "schedule": env.float("AGENTDESK_COMPLETENESS_INTERVAL_SECONDS", default=60.0),
+    },
 }
 # Where people reach this platform: the links in e-mails (approvals waiting for a decision).
 AGENTDESK_BASE_URL = env.str("AGENTDESK_BASE_URL", default="http://localhost:8000")
 # E-mail the agency's admins and approvers when an approval or a question waits for them
 # (through EMAIL_BACKEND); in the app they are notified either way.
 AGENTDESK_NOTIFY_BY_EMAIL = env.bool("AGENTDESK_NOTIFY_BY_EMAIL", default=True)
+# An invitation's link works this many days after it was sent (or last re-sent), once.
+AGENTDESK_INVITATION_EXPIRY_DAYS = env.int("AGENTDESK_INVITATION_EXPIRY_DAYS", default=7)
+if AGENTDESK_INVITATION_EXPIRY_DAYS < 1:
+    raise ImproperlyConfigured("AGENTDESK_INVITATION_EXPIRY_DAYS must be at least 1.")
 # An outbox message still queued this long after it was written lost its sender (the worker died
 # between the commit and the send); beat's sweeper sends it.
 AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS = env.int("AGENTDESK_OUTBOX_RETRY_AFTER_SECONDS", default=120)
@@ -292,6 +346,10 @@ AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = env.int(
 )
 
 # --- Agent runtime ---------------------------------------------------------------------------
+# Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)
+# with each step's write (flow/runtime.py). Off: none are written; loop and stuck detection
+# work either way.
+AGENTDESK_FLOW_DECISION_POINTS = env.bool("AGENTDESK_FLOW_DECISION_POINTS", default=True)
 # A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).
 AGENTDESK_LEASE_SECONDS = env.int("AGENTDESK_LEASE_SECONDS", default=300)
 # Beat's lease reaper (agents.tasks.reap_expired_leases) runs this often: with the heartbeat
@@ -332,6 +390,12 @@ AGENTDESK_EVENT_REDISPATCH_SECONDS = env.int("AGENTDESK_EVENT_REDISPATCH_SECONDS
 AGENTDESK_MAX_RUN_CHAIN_DEPTH = env.int("AGENTDESK_MAX_RUN_CHAIN_DEPTH", default=5)
 if not 0 <= AGENTDESK_MAX_RUN_CHAIN_DEPTH <= 1000:
     raise ImproperlyConfigured("AGENTDESK_MAX_RUN_CHAIN_DEPTH must be between 0 and 1000.")
+# delegate_to_agent (teams/): a delegated run may spend at most this share of what the run that
+# delegates may still spend (its own share, or the agency's daily budget left). The same depth
+# limit as above bounds chains of delegations.
+AGENTDESK_DELEGATION_BUDGET_SHARE = env.float("AGENTDESK_DELEGATION_BUDGET_SHARE", default=0.5)
+if not 0 < AGENTDESK_DELEGATION_BUDGET_SHARE <= 1:
+    raise ImproperlyConfigured("AGENTDESK_DELEGATION_BUDGET_SHARE must be above 0, at most 1.")
 # ...but not once it is this old: its moment has passed, and events left unprocessed by an older
 # version (which did not mark events without subscribers) must not start agents now.
 AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS = env.int(
@@ -380,7 +444,7 @@ CHANNEL_LAYERS = {
 }
 
 # --- REST framework -------------------------------------------------------------------------------
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     # API keys first: their "Bearer" challenge makes a missing credential a 401 rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "core.api.authentication.ApiKeyAuthentication",
@@ -398,9 +462,29 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "core.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "core.api.exceptions.exception_handler",
+    # Per API key (or per user, for token and session logins): a burst and a sustained limit,
+    # counted in Redis (core/api/throttling.py); past either, 429 with Retry-After.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "core.api.throttling.BurstRateThrottle",
+        "core.api.throttling.SustainedRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "api_burst": env.str("AGENTDESK_API_THROTTLE_BURST", default="120/min"),
+        "api_sustained": env.str("AGENTDESK_API_THROTTLE_SUSTAINED", default="5000/hour"),
+        # Deliveries per webhook, accepted or refused (webhooks/throttling.py).
+        "webhook": env.str("AGENTDESK_WEBHOOK_THROTTLE_RATE", default="120/min"),
+    },
 }
+# How long POST /api/v1/agents/{id}/execute remembers an Idempotency-Key (core/api/idempotency.py).
+AGENTDESK_IDEMPOTENCY_KEY_HOURS = env.int("AGENTDESK_IDEMPOTENCY_KEY_HOURS", default=24)
 # Largest accepted API request body; bigger ones get a 413 before anything is parsed.
 API_MAX_BODY_BYTES = 256 * 1024
+
+# --- Inbound webhooks (webhooks/, README "Webhooks") ------------------------------------------
+# Largest delivery body; a bigger one is refused with 413 before it is read whole.
+AGENTDESK_WEBHOOK_MAX_BODY_BYTES = env.int("AGENTDESK_WEBHOOK_MAX_BODY_BYTES", default=256 * 1024)
+# A delivery's X-AgentDesk-Timestamp may be this far from the server's clock (either way).
+AGENTDESK_WEBHOOK_TOLERANCE_SECONDS = env.int("AGENTDESK_WEBHOOK_TOLERANCE_SECONDS", default=300)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "AgentDesk API",
@@ -420,6 +504,7 @@ SPECTACULAR_SETTINGS = {
         "ApprovalStatusEnum": "approvals.models.ApprovalStatus",
         "RoleEnum": "core.models.Role",
         "RiskLevelEnum": "approvals.models.RiskLevel",
+        "ProviderNameEnum": "agents.models.ProviderName",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -440,6 +525,8 @@ DEMO_APPROVER_USERNAME = env.str("AGENTDESK_DEMO_APPROVER_USERNAME", default="ap
 # --- Tools ----------------------------------------------------------------------------------------
 # web_search provider: registered name or dotted path; empty = search off (tools/web_search.py).
 AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")
+# The most bytes one MCP call (discovery or tool call) may receive (tools/mcp/client.py).
+MCP_MAX_RESPONSE_BYTES = env.int("AGENTDESK_MCP_MAX_RESPONSE_BYTES", default=5_000_000)
 
 # --- Embeddings (memory/embeddings/, docs/decisions/0006-local-embeddings.md) --------------------
 # The size of the memory and episode embedding columns: every model an agency may choose must
@@ -528,8 +615,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        # A run's lines carry its execution (and trace) ids after the logger's name.
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s%(run_context)s: %(message)s"}
+        # A run's lines carry its execution (and trace) ids after the logger's name. Control
+        # characters in messages (request input: a newline, a NUL) are escaped, never raw.
+        "plain": {
+            "class": "core.log_filters.EscapingFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s%(run_context)s: %(message)s",
+        }
     },
     "filters": {"run_context": {"()": "ops.log_context.RunContextFilter"}},
     "handlers": {

@@ -4,7 +4,7 @@ import os
 
 from config.env import env
 from config.settings.base import *  # noqa: F403
-from config.settings.base import BASE_DIR, DATABASES
+from config.settings.base import BASE_DIR, CACHES, DATABASES, REST_FRAMEWORK
 
 # One database per test run, so that parallel runs on one machine do not drop each other's.
 # Subprocesses (a Celery worker, `manage.py up`) inherit the name through the environment.
@@ -25,6 +25,13 @@ PROMETHEUS_MULTIPROC_DIR = env.str(
 )
 # Queues and control broadcasts (ping, ...) of this run live under their own Redis keys.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{os.environ['AGENTDESK_TEST_DB']}:"}
+
+# Cache keys (API throttle counters) of this run apart from other runs' on the same Redis; rates
+# no test of something else reaches (the throttling tests set low ones).
+CACHES["default"]["KEY_PREFIX"] = os.environ["AGENTDESK_TEST_DB"]
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].update(
+    {"api_burst": "100000/min", "api_sustained": "1000000/hour"}
+)
 
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 

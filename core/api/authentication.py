@@ -67,6 +67,8 @@ def api_key_authenticate(raw: str) -> ApiKey:
         raise exceptions.AuthenticationFailed("Invalid API key.")
     if key.is_revoked:
         raise exceptions.AuthenticationFailed("This API key has been revoked.")
+    if key.is_expired():
+        raise exceptions.AuthenticationFailed("This API key has expired.")
     with tenancy.agency_context(key.agency_id):
         if not Agency.objects.filter(pk=key.agency_id, is_active=True).exists():
             raise exceptions.AuthenticationFailed("The key's agency is not active.")

@@ -8,6 +8,7 @@ anything unexpected is logged and becomes a 500 that says nothing about the inte
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ class PayloadTooLarge(exceptions.APIException):
 UNAVAILABLE_CODE = "database_unavailable"
 UNAVAILABLE_MESSAGE = "The database is unavailable right now; try again in a few seconds."
 RETRY_AFTER_SECONDS = 5
+THROTTLED_MESSAGE = "Too many requests; try again in {seconds} s."
 
 
 def error_body(code: str, message: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -69,12 +71,19 @@ def _api_exception_response(exc: exceptions.APIException) -> Response:
     auth_header = getattr(exc, "auth_header", None)
     if auth_header:
         headers["WWW-Authenticate"] = str(auth_header)
+    extra: dict[str, Any] = {}
     wait = getattr(exc, "wait", None)
-    if wait:
-        headers["Retry-After"] = str(int(wait))
+    if wait is not None:
+        # Whole seconds, rounded up: a client that waits this long is let through.
+        seconds = max(1, math.ceil(wait))
+        headers["Retry-After"] = str(seconds)
+        extra["retry_after"] = seconds
     codes = exc.get_codes()
     code = codes if isinstance(codes, str) else exc.default_code
-    return Response(error_body(str(code), str(exc.detail)), status=exc.status_code, headers=headers)
+    message = str(exc.detail)
+    if isinstance(exc, exceptions.Throttled):
+        message = THROTTLED_MESSAGE.format(seconds=extra.get("retry_after", 1))
+    return Response(error_body(str(code), message, extra), status=exc.status_code, headers=headers)
 
 
 def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:

@@ -1,5 +1,8 @@
-"""Role permissions: viewers read; staff (and admins) write; approvers decide approvals; admins
-manage API keys. A view narrows them with ``read_roles`` / ``write_roles`` / ``action_roles``."""
+"""Role permissions: viewers read; staff (and admins) write; approvers (and admins) decide
+approvals and answer questions; admins manage members, invitations, LLM providers, model prices,
+budgets and API keys. A view narrows them with ``read_roles`` / ``write_roles`` /
+``action_roles``. The admin follows the same table (README "Members and roles"), and
+tests/members/test_role_matrix.py checks both against it, operation by operation."""
 
 from __future__ import annotations
 

@@ -82,6 +82,7 @@ class ApiKeySerializer(serializers.ModelSerializer):
             "created_at",
             "last_used_at",
             "revoked_at",
+            "expires_at",
         ]
         read_only_fields = fields
 
@@ -89,6 +90,12 @@ class ApiKeySerializer(serializers.ModelSerializer):
 class ApiKeyCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
     role = serializers.ChoiceField(choices=Role.choices, default=Role.STAFF)
+    expires_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Refused from this moment on, like a revoked key (future; null: never).",
+    )
 
 
 class ApiKeyCreatedSerializer(ApiKeySerializer):

@@ -131,6 +131,7 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantView
             name=body.validated_data["name"],
             role=body.validated_data["role"],
             created_by_id=self.principal.user_id,
+            expires_at=body.validated_data["expires_at"],
         )
         data = ApiKeyCreatedSerializer(key, context={"key": full_key}).data
         return Response(data, status=status.HTTP_201_CREATED)

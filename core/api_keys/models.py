@@ -7,17 +7,21 @@ than a slow password hash is enough because the secret is 32 random bytes, not a
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from core.models import AgencyOwnedModel, Role
 
 KEY_SCHEME = "adk"
 PREFIX_BYTES = 4  # 8 hex characters
 SECRET_BYTES = 32
+# The admin flags keys that expire within this many days.
+EXPIRY_WARNING_DAYS = 14
 
 
 def hash_secret(secret: str) -> str:
@@ -66,8 +70,15 @@ class ApiKey(AgencyOwnedModel):
         on_delete=models.SET_NULL,
         related_name="+",
     )
-    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(
+        null=True, blank=True, help_text="Updated at most once a minute."
+    )
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Refused from this moment on, like a revoked key. Empty: never expires.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -84,3 +95,6 @@ class ApiKey(AgencyOwnedModel):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def is_expired(self, now: datetime.datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())

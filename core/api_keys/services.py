@@ -17,17 +17,33 @@ TOUCH_INTERVAL = datetime.timedelta(minutes=1)
 
 
 def api_key_create(
-    *, agency_id: uuid.UUID, name: str, role: str = Role.STAFF, created_by_id: int | None = None
+    *,
+    agency_id: uuid.UUID,
+    name: str,
+    role: str = Role.STAFF,
+    created_by_id: int | None = None,
+    expires_at: datetime.datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the full key, which exists only in this return value.
+    ``expires_at``: refused from then on (None: never expires); it must be in the future.
 
     Precondition: in the agency's context.
     """
     name = name.strip()
     if not name:
         raise ApplicationError("invalid", "The key needs a name.", fields={"name": ["Required."]})
+    if len(name) > ApiKey._meta.get_field("name").max_length:  # type: ignore[operator]
+        raise ApplicationError(
+            "invalid", "The name is too long.", fields={"name": ["At most 200 characters."]}
+        )
     if role not in Role.values:
         raise ApplicationError("invalid", "Unknown role.", fields={"role": ["Unknown role."]})
+    if expires_at is not None and (timezone.is_naive(expires_at) or expires_at <= timezone.now()):
+        raise ApplicationError(
+            "invalid",
+            "The expiry must be an aware date and time in the future.",
+            fields={"expires_at": ["Must be in the future."]},
+        )
     for _attempt in range(5):
         prefix, secret = new_prefix(), new_secret()
         try:
@@ -39,6 +55,7 @@ def api_key_create(
                     prefix=prefix,
                     secret_hash=hash_secret(secret),
                     created_by_id=created_by_id,
+                    expires_at=expires_at,
                 )
         except IntegrityError:
             continue  # a prefix collision (2^32 space): draw again

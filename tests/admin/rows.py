@@ -19,7 +19,9 @@ from agents.models import (
 from approvals.models import Approval, RiskRule
 from core.models import Agency, Event, Membership, Site
 from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
+from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
 from memory.embeddings import DIMENSIONS
+from memory.learning.models import Investigation, LearnedPattern, RunQuality
 from memory.models import Conversation, Episode, Memory, MemoryChange
 from tests.agents.factories import (
     AgentFactory,
@@ -43,21 +45,34 @@ from tests.crm.factories import (
     TaskFactory,
 )
 from tests.factories import MembershipFactory, SiteFactory
+from tests.flow.factories import (
+    CompletenessAnalysisFactory,
+    ExpectedWorkflowFactory,
+    LoopDetectionFactory,
+    StuckRunFactory,
+)
 from tests.memory.factories import (
     ConversationFactory,
     EpisodeFactory,
     MemoryChangeFactory,
     MemoryFactory,
 )
-from tests.tools.factories import ToolCallFactory, ToolFactory
+from tests.memory.learning.factories import (
+    InvestigationFactory,
+    LearnedPatternFactory,
+    RunQualityFactory,
+)
+from tests.tools.factories import McpServerFactory, ToolCallFactory, ToolFactory
 from tests.usage.factories import (
     BudgetFactory,
     ModelPriceFactory,
     UsageDailyFactory,
     UsagePeriodFactory,
 )
-from tools.models import Tool, ToolCall
+from tests.webhooks.factories import WebhookFactory
+from tools.models import McpServer, Tool, ToolCall
 from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod
+from webhooks.models import Webhook
 
 RAW_API_KEY = "sk-test-NEVER-SHOWN-0123456789abcd"
 
@@ -88,6 +103,7 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     AgentMessage: lambda a: AgentMessageFactory.create(from_execution=_execution(a)),
     LLMProvider: lambda a: LLMProviderFactory.create(agency=a, api_key=RAW_API_KEY),
     Tool: lambda a: ToolFactory.create(agency=a),
+    McpServer: lambda a: McpServerFactory.create(agency=a),
     ToolCall: lambda a: ToolCallFactory.create(execution=_execution(a)),
     Memory: lambda a: MemoryFactory.create(agent=_agent(a), embedding=[0.125] * DIMENSIONS),
     MemoryChange: lambda a: MemoryChangeFactory.create(agent=_agent(a)),
@@ -107,4 +123,12 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     CalendarEvent: lambda a: CalendarEventFactory.create(contact=_contact(a)),
     EmailMessage: lambda a: EmailMessageFactory.create(contact=_contact(a)),
     FormSubmission: lambda a: FormSubmissionFactory.create(agency=a),
+    Webhook: lambda a: WebhookFactory.create(agent=_agent(a)),
+    ExpectedWorkflow: lambda a: ExpectedWorkflowFactory.create(agency=a),
+    CompletenessAnalysis: lambda a: CompletenessAnalysisFactory.create(execution=_execution(a)),
+    LoopDetection: lambda a: LoopDetectionFactory.create(execution=_execution(a)),
+    StuckRun: lambda a: StuckRunFactory.create(execution=_execution(a)),
+    LearnedPattern: lambda a: LearnedPatternFactory.create(agent=_agent(a)),
+    RunQuality: lambda a: RunQualityFactory.create(execution=_execution(a)),
+    Investigation: lambda a: InvestigationFactory.create(execution=_execution(a)),
 }

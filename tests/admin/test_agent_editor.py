@@ -35,6 +35,7 @@ TABS = [
     "Limits & budget",
     "People in the loop",
     "Memory",
+    "Flow, teams and learning",
 ]
 PREVIEW = admin_url(Agent, "tool_preview")
 # What the editor showed as one long form, before the tabs: each keeps a home.

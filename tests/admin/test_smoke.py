@@ -31,11 +31,12 @@ from core.models import Agency, AgencyOwnedModel, Role, User
 from tests.admin.conftest import member
 from tests.admin.helpers import admin_url, change_url
 from tests.admin.rows import ROWS
+from tools.models import McpAllowedAddress
 
 pytestmark = pytest.mark.django_db
 
 # API keys: agency-admin-only pages owned and tested with the API keys feature.
-TESTED_ELSEWHERE = {"core.ApiKey"}
+TESTED_ELSEWHERE = {"core.ApiKey", "members.Invitation"}  # invitations: tests/members/
 AGENCY_MODELS = sorted(
     (
         model
@@ -153,6 +154,7 @@ def _platform_rows(superuser: User, agency: Agency) -> dict[type[Any], tuple[Any
             None,
         ),
         ClockedSchedule: (ClockedSchedule.objects.create(clocked_time=timezone.now()), None),
+        McpAllowedAddress: (McpAllowedAddress.objects.create(network="10.0.5.0/24"), None),
         PeriodicTask: (
             PeriodicTask.objects.create(
                 name="Smoke", task="agents.reap_expired_leases", interval=interval
@@ -197,8 +199,8 @@ def test_the_sidebar_groups_what_each_role_may_open(
         return [html.unescape(title) for title in found]
 
     assert groups(member(agency, Role.ADMIN)) == [
-        "Agents & runs", "Run traces", "Approvals", "Memory", "Usage & budgets", "CRM data",
-        "Agency & access",
+        "Agents & runs", "Run traces", "Flow analysis", "Approvals", "Memory",
+        "Usage & budgets", "CRM data", "Agency & access",
     ]  # fmt: skip
     assert groups(superuser)[-1] == "Schedules"
 

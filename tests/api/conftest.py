@@ -30,6 +30,38 @@ EXPECTED_OPERATIONS = {
     "tools_create", "tools_partial_update", "tools_destroy", "usage_summary", "api_keys_list",
     "api_keys_retrieve", "api_keys_create", "api_keys_revoke", "questions_list",
     "questions_retrieve", "questions_answer",
+    "members_list", "members_retrieve", "members_partial_update", "members_destroy",
+    "invitations_list", "invitations_retrieve", "invitations_create", "invitations_resend",
+    "invitations_revoke",
+}  # fmt: skip
+# What the admin manages, over the API too (issue 18).
+EXPECTED_OPERATIONS |= {
+    "llm_providers_list", "llm_providers_create", "llm_providers_retrieve",
+    "llm_providers_partial_update", "llm_providers_destroy", "model_prices_list",
+    "model_prices_create", "model_prices_retrieve", "model_prices_partial_update",
+    "model_prices_destroy", "risk_rules_list", "risk_rules_create", "risk_rules_retrieve",
+    "risk_rules_partial_update", "risk_rules_destroy", "budgets_list", "budgets_create",
+    "budgets_retrieve", "budgets_partial_update", "budgets_destroy", "usage_periods_list",
+    "usage_periods_retrieve", "usage_daily_list", "agents_tools_retrieve",
+    "agents_tools_partial_update",
+}  # fmt: skip
+
+# MCP servers (issue 18, tools/mcp/).
+EXPECTED_OPERATIONS |= {
+    "mcp_servers_list", "mcp_servers_create", "mcp_servers_retrieve",
+    "mcp_servers_partial_update", "mcp_servers_destroy", "mcp_servers_refresh",
+}  # fmt: skip
+
+# An agent's inbound webhooks (issue 18, webhooks/); the delivery endpoint is not in the schema.
+EXPECTED_OPERATIONS |= {
+    "webhooks_list", "webhooks_create", "webhooks_retrieve", "webhooks_partial_update",
+    "webhooks_destroy", "webhooks_rotate",
+}  # fmt: skip
+
+# Learning (issue 19, memory/learning/): a run's quality and its mark, an agent's patterns.
+EXPECTED_OPERATIONS |= {
+    "executions_quality_retrieve", "executions_quality_mark", "agents_patterns_list",
+    "agents_patterns_destroy",
 }  # fmt: skip
 
 

@@ -1,10 +1,13 @@
 """Property-based fuzzing of the whole API from its OpenAPI schema (schemathesis).
 
-Every operation is called with generated requests (valid and invalid), authenticated with an
-admin API key of an agency that has data. No response may be a 5xx, and every response must match
-what the schema documents. Generated ids are often swapped for ids of real rows, so that the
-fuzzing reaches the services and not only the 404 path. Bounded: a fixed number of examples per
-operation, deterministic, so the run is repeatable and short.
+Every operation is called with generated requests (valid and invalid), twice: authenticated with
+an admin API key of agency A, which has one of every kind of object, and with an admin key of
+agency B. No response may be a 5xx, and every response must match what the schema documents.
+Generated ids are often swapped for ids of A's real rows — for A, so that the fuzzing reaches
+the services and not only the 404 path; for B, to try to reach A's rows — and no response to B
+may contain any of A's ids (no cross-tenant read). No response to either contains A's LLM
+provider key. Bounded: a fixed number of examples per operation, deterministic, so the run is
+repeatable and short.
 """
 
 from __future__ import annotations
@@ -31,24 +34,42 @@ from agents.services import agent_update
 from core import tenancy
 from core.api_keys.services import api_key_create
 from core.models import Role
-from tests.agents.factories import AgentFactory, ExecutionFactory, ExecutionStepFactory
+from tests.agents.factories import (
+    AgentFactory,
+    ExecutionFactory,
+    ExecutionStepFactory,
+    LLMProviderFactory,
+)
 from tests.api.conftest import EXPECTED_OPERATIONS, make_tenant
-from tests.approvals.factories import ApprovalFactory
+from tests.approvals.factories import ApprovalFactory, RiskRuleFactory
 from tests.core.factories import EventFactory
 from tests.memory.factories import MemoryFactory
 from tests.tools.factories import ToolFactory
-from tests.usage.factories import UsageDailyFactory
+from tests.usage.factories import (
+    BudgetFactory,
+    ModelPriceFactory,
+    UsageDailyFactory,
+    UsagePeriodFactory,
+)
 
 # A longer, random (not derandomized) hunt:
 #     AGENTDESK_FUZZ_EXAMPLES=500 pytest tests/api/test_fuzz.py
 HUNT_EXAMPLES = int(os.environ.get("AGENTDESK_FUZZ_EXAMPLES", "0"))
 MAX_EXAMPLES = HUNT_EXAMPLES or 30
+# As agency B, most answers are 404s for A's ids: fewer examples find what there is to find.
+OTHER_AGENCY_EXAMPLES = HUNT_EXAMPLES or 15
+# Agency A's LLM provider key: in no response, to anyone.
+PROVIDER_KEY = "sk-fuzz-provider-key-0123456789"
 
 
 @dataclass
 class World:
-    key: str
-    ids: dict[str, list[str]] = field(default_factory=dict)
+    key: str  # agency A's admin key
+    other_key: str  # agency B's admin key
+    ids: dict[str, list[str]] = field(default_factory=dict)  # A's rows, by resource path
+
+    def a_ids(self) -> set[str]:
+        return {value for values in self.ids.values() for value in values}
 
 
 @pytest.fixture
@@ -78,13 +99,33 @@ def world(db: None) -> World:
         UsageDailyFactory.create(agent=agent)
     events = [EventFactory.create(agency=tenant.agency)]
     tools = [ToolFactory.create(agency=tenant.agency)]
+    providers = [
+        LLMProviderFactory.create(agency=tenant.agency, api_key=PROVIDER_KEY),
+        LLMProviderFactory.create(agency=tenant.agency, site=tenant.site, provider_name="google"),
+    ]
+    prices = [ModelPriceFactory.create(agency=tenant.agency)]
+    rules = [RiskRuleFactory.create(agency=tenant.agency)]
+    budgets = [BudgetFactory.create(agency=tenant.agency)]
+    periods = [UsagePeriodFactory.create(agency=tenant.agency)]
     with tenancy.agency_context(tenant.agency.id):
-        _key, full_key = api_key_create(agency_id=tenant.agency.id, name="fuzz", role=Role.ADMIN)
+        key, full_key = api_key_create(agency_id=tenant.agency.id, name="fuzz", role=Role.ADMIN)
         # Another key to revoke: revoking the fuzzing key itself would end the run early.
         spare, _ = api_key_create(agency_id=tenant.agency.id, name="spare")
+    other = make_tenant()
+    with tenancy.agency_context(other.agency.id):
+        _key, other_key = api_key_create(agency_id=other.agency.id, name="b", role=Role.ADMIN)
     return World(
         key=full_key,
+        other_key=other_key,
         ids={
+            "agency": [str(tenant.agency.id)],
+            "fuzzing-key": [str(key.id)],  # not a path: never swapped in (never revoked)
+            "sites": [str(tenant.site.id)],
+            "llm-providers": [str(p.id) for p in providers],
+            "model-prices": [str(p.id) for p in prices],
+            "risk-rules": [str(r.id) for r in rules],
+            "budgets": [str(b.id) for b in budgets],
+            "usage/periods": [str(p.id) for p in periods],
             "agents": [str(a.id) for a in agents],
             "executions": [str(e.id) for e in executions],
             "approvals": [str(a.id) for a in approvals],
@@ -115,9 +156,10 @@ ID_PARAMETERS = {"agent_id": "agents", "memory_id": "memories"}
 
 
 def _use_known_ids(case: Any, world: World) -> None:
-    """Swap a generated (valid) id for a real one most of the time, chosen from the id itself
-    so that a run stays deterministic."""
-    resource = case.operation.path.removeprefix("/api/v1/").split("/")[0]
+    """Swap a generated (valid) id for one of A's real ones most of the time, chosen from the id
+    itself so that a run stays deterministic."""
+    # The path up to its first parameter: "agents", "usage/periods".
+    resource = case.operation.path.removeprefix("/api/v1/").split("/{")[0]
     for name, value in list((case.path_parameters or {}).items()):
         try:
             number = uuid.UUID(str(value)).int
@@ -132,16 +174,19 @@ def _use_known_ids(case: Any, world: World) -> None:
 # Not schemathesis' pytest plugin (`from_fixture` + `parametrize`): with pytest 9 it fails on a
 # pytest internal (`Function._nodeid`). The same strategies and checks, driven by Hypothesis.
 @pytest.mark.slow
+@pytest.mark.parametrize("as_agency", ["a", "b"])
 @pytest.mark.parametrize("operation_id", sorted(EXPECTED_OPERATIONS))
-def test_api_fuzz(api_schema: Any, world: World, operation_id: str) -> None:
+def test_api_fuzz(api_schema: Any, world: World, operation_id: str, as_agency: str) -> None:
     operation = api_schema.find_operation_by_id(operation_id)
     cases = st.one_of(
         operation.as_strategy(GenerationMode.POSITIVE),
         operation.as_strategy(GenerationMode.NEGATIVE),
     )
+    key = world.key if as_agency == "a" else world.other_key
+    a_ids = world.a_ids()
 
     @settings(
-        max_examples=MAX_EXAMPLES,
+        max_examples=MAX_EXAMPLES if as_agency == "a" else OTHER_AGENCY_EXAMPLES,
         derandomize=not HUNT_EXAMPLES,
         database=None,
         deadline=None,
@@ -150,9 +195,15 @@ def test_api_fuzz(api_schema: Any, world: World, operation_id: str) -> None:
     @given(case=cases)
     def call(case: Any) -> None:
         _use_known_ids(case, world)
-        case.call_and_validate(
-            headers={"Authorization": f"Bearer {world.key}"},
+        response = case.call_and_validate(
+            headers={"Authorization": f"Bearer {key}"},
             checks=[not_a_server_error, response_schema_conformance],
         )
+        body = response.content.decode(errors="replace")
+        request = (case.method, case.path, case.path_parameters, case.query)
+        assert PROVIDER_KEY not in body, request
+        if as_agency == "b":
+            leaked = sorted(i for i in a_ids if i in body)
+            assert not leaked, (leaked, request, body[:500])
 
     call()

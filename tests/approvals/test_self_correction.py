@@ -159,7 +159,9 @@ def test_with_max_corrections_zero_the_run_never_pauses_and_is_marked_failed_cal
     fake_llm_server: FakeProviderServer,
     celery_worker: Worker,
 ) -> None:
-    agent = make_agent("openai", allowed_tools=["crm_*"], max_corrections=0)
+    # (loop_threshold 0: the same failing call four times would otherwise be a loop, which
+    # tests/flow/test_loops.py covers)
+    agent = make_agent("openai", allowed_tools=["crm_*"], max_corrections=0, loop_threshold=0)
     # Invalid arguments this time (no content): refused by the schema check, four times.
     invalid = tool_call_reply("crm_add_note", {"contact_id": MISSING_CONTACT})
     fake_llm_server.set_responder(

@@ -5,22 +5,26 @@ agency's rows are untouched."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Callable
 
 import pytest
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from agents.models import Agent, ExecutionStatus
 from agents.schedules import agent_schedule_sync, periodic_task_name
 from agents.services.versions import agent_version_record
 from core import tenancy
+from core.api.idempotency import IdempotencyRecord
 from core.api_keys.services import api_key_create
-from core.models import Agency, User
+from core.models import Agency, Role, User
 from core.selectors import agency_keys
 from core.services import agency_delete
+from members.services import invitation_create
 from memory.embeddings import DIMENSIONS
 from tests.admin.helpers import admin_url
 from tests.agents.factories import (
@@ -46,19 +50,32 @@ from tests.crm.factories import (
     TaskFactory,
 )
 from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
+from tests.flow.factories import (
+    CompletenessAnalysisFactory,
+    ExpectedWorkflowFactory,
+    LoopDetectionFactory,
+    StuckRunFactory,
+)
 from tests.memory.factories import (
     ConversationFactory,
     EpisodeFactory,
     MemoryChangeFactory,
     MemoryFactory,
 )
-from tests.tools.factories import ToolCallFactory, ToolFactory
+from tests.memory.learning.factories import (
+    InvestigationFactory,
+    LearnedPatternFactory,
+    PatternUseFactory,
+    RunQualityFactory,
+)
+from tests.tools.factories import McpServerFactory, ToolCallFactory, ToolFactory
 from tests.usage.factories import (
     BudgetFactory,
     ModelPriceFactory,
     UsageDailyFactory,
     UsagePeriodFactory,
 )
+from tests.webhooks.factories import WebhookDeliveryFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -122,6 +139,30 @@ def populate(agency: Agency) -> Agent:
     CalendarEventFactory.create(contact=contact)
     EmailMessageFactory.create(contact=contact, execution=run)
     FormSubmissionFactory.create(agency=agency, site=site, contact=contact)
+    WebhookDeliveryFactory.create(webhook__agent=agent, execution=run)
+    # Issues 18 and 19: idempotency keys, invitations, MCP servers, flow analysis, learning.
+    with tenancy.agency_context(agency.id):
+        IdempotencyRecord.objects.create(
+            agency=agency,
+            credential="key:ci",
+            key="retry-1",
+            request_hash="0" * 64,
+            response_status=202,
+            response_body="{}",
+            expires_at=timezone.now() + datetime.timedelta(hours=1),
+        )
+        invitation_create(
+            agency=agency, email="new@example.com", role=Role.VIEWER, username="", invited_by=None
+        )
+    McpServerFactory.create(agency=agency)
+    ExpectedWorkflowFactory.create(agency=agency)
+    CompletenessAnalysisFactory.create(execution=parent)
+    LoopDetectionFactory.create(execution=run)
+    StuckRunFactory.create(execution=run)
+    RunQualityFactory.create(execution=parent)
+    pattern = LearnedPatternFactory.create(agent=agent)
+    PatternUseFactory.create(pattern=pattern, execution=run)
+    InvestigationFactory.create(execution=run)
     return agent
 
 

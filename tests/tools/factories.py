@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+
 import factory
 
 from tests.agents.factories import ExecutionFactory
 from tests.factories import AgencyFactory, TenantFactory
 from tools.models import (
     HandlerType,
+    McpServer,
     Tool,
     ToolCall,
     ToolCallStatus,
@@ -49,3 +52,15 @@ class ToolCallFactory(TenantFactory[ToolCall]):
     )
     input = factory.LazyFunction(lambda: {"q": "hello"})
     status = ToolCallStatus.PENDING
+
+
+class McpServerFactory(TenantFactory[McpServer]):
+    """A registered MCP server (no tools until refreshed; no network here)."""
+
+    class Meta:
+        model = McpServer
+
+    agency = factory.SubFactory(AgencyFactory)
+    name = factory.Sequence(lambda n: f"MCP server {n}")
+    slug = factory.Sequence(lambda n: f"srv{n}_{uuid.uuid4().hex[:6]}")
+    url = "https://mcp.example.com/mcp"

@@ -1,6 +1,6 @@
-"""The fake LLM provider: a loopback HTTP server speaking the OpenAI Chat Completions and Anthropic
-Messages wire formats, replaying scripts. Used by tests, benchmarks and local development
-(`python -m agents.llm.fake_server --port 8765`)."""
+"""The fake LLM provider: a loopback HTTP server speaking the OpenAI Chat Completions, Anthropic
+Messages and Gemini API (generateContent) wire formats, replaying scripts. Used by tests,
+benchmarks and local development (`python -m agents.llm.fake_server --port 8765`)."""
 
 from agents.llm.fake_server.script import (
     Hang,

@@ -1,6 +1,7 @@
 """`python -m agents.llm.fake_server --port 8765 [--latency 1.0]`: a fake provider for local
-development. Point an `openai_compatible` provider at http://127.0.0.1:8765/v1 or an Anthropic
-one at http://127.0.0.1:8765; every request gets a plain answer quoting the last user message."""
+development. Point an `openai_compatible` provider at http://127.0.0.1:8765/v1, or an Anthropic or
+a Google one at http://127.0.0.1:8765; every request gets a plain answer quoting the last user
+message."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.stdout.write(
         f"fake LLM provider listening\n  OpenAI-compatible base URL: {server.openai_base_url}\n"
         f"  Anthropic base URL:         {server.anthropic_base_url}\n"
+        f"  Google base URL:            {server.google_base_url}\n"
     )
     sys.stdout.flush()
     try:

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from agents.llm.fake_server import google_request
 from agents.llm.fake_server.script import Wire
 
 
 def order_error(wire: Wire, body: dict[str, Any]) -> str | None:
+    if wire == "google":
+        return google_request.order_error(body)
     messages = body.get("messages")
     if not isinstance(messages, list):
         return "messages: field required (a list of messages)"

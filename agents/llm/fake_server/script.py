@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Wire = Literal["openai", "anthropic"]
+from agents.llm.fake_server import google_request
+
+Wire = Literal["openai", "anthropic", "google"]
 Stop = Literal["end", "tool_calls", "max_tokens"]
 
 
@@ -91,6 +93,8 @@ class RecordedRequest:
 
     @property
     def model(self) -> str:
+        if self.wire == "google":  # in the path: /v1beta/models/{model}:generateContent
+            return google_request.model(self.path)
         return str(self.body.get("model", ""))
 
     @property
@@ -98,19 +102,28 @@ class RecordedRequest:
         """The key the client sent, whichever header its SDK version uses."""
         if "x-api-key" in self.headers:
             return self.headers["x-api-key"]
+        if "x-goog-api-key" in self.headers:
+            return self.headers["x-goog-api-key"]
         authorization = self.headers.get("authorization", "")
         return authorization.removeprefix("Bearer ") if authorization else None
 
     @property
     def stream(self) -> bool:
+        if self.wire == "google":  # the method says it: :streamGenerateContent
+            return google_request.is_stream(self.path)
         return bool(self.body.get("stream"))
 
     @property
     def messages(self) -> list[dict[str, Any]]:
+        """The conversation: `messages`, or the Gemini API's `contents` (role user / model)."""
+        if self.wire == "google":
+            return google_request.contents(self.body)
         return list(self.body.get("messages") or [])
 
     @property
     def tool_names(self) -> list[str]:
+        if self.wire == "google":
+            return google_request.tool_names(self.body)
         tools = self.body.get("tools") or []
         if self.wire == "openai":
             return [tool["function"]["name"] for tool in tools]
@@ -118,7 +131,10 @@ class RecordedRequest:
 
     @property
     def system(self) -> str | None:
-        """Anthropic's `system` parameter, or OpenAI's system/developer messages joined."""
+        """Anthropic's `system` parameter, Gemini's `systemInstruction`, or OpenAI's
+        system/developer messages joined."""
+        if self.wire == "google":
+            return google_request.system(self.body)
         if self.wire == "anthropic":
             system = self.body.get("system")
             if isinstance(system, list):
@@ -130,11 +146,15 @@ class RecordedRequest:
     @property
     def assistant_turns(self) -> int:
         """How many model replies the conversation already holds: which step of a run this is."""
+        if self.wire == "google":
+            return google_request.assistant_turns(self.body)
         return sum(1 for m in self.messages if m.get("role") == "assistant")
 
     @property
     def tool_results(self) -> list[str]:
         """Contents of every tool result sent, in order."""
+        if self.wire == "google":
+            return google_request.tool_results(self.body)
         if self.wire == "openai":
             return [str(m.get("content", "")) for m in self.messages if m.get("role") == "tool"]
         return [
@@ -147,6 +167,8 @@ class RecordedRequest:
 
     @property
     def last_message_is_tool_result(self) -> bool:
+        if self.wire == "google":
+            return google_request.last_message_is_tool_result(self.body)
         if not self.messages:
             return False
         last = self.messages[-1]
@@ -157,6 +179,8 @@ class RecordedRequest:
 
     @property
     def last_user_text(self) -> str:
+        if self.wire == "google":
+            return google_request.last_user_text(self.body)
         for message in reversed(self.messages):
             if message.get("role") != "user":
                 continue

@@ -1,4 +1,5 @@
-"""A real HTTP server on loopback that the real `openai` and `anthropic` clients talk to."""
+"""A real HTTP server on loopback that the real `openai`, `anthropic` and `google-genai` clients
+talk to."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from agents.llm.fake_server import embeddings, wire
+from agents.llm.fake_server import embeddings, google_request, google_wire, wire
 from agents.llm.fake_server.conversation import order_error
 from agents.llm.fake_server.script import (
     Hang,
@@ -72,6 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._embeddings(path, raw)
             return
         route = _ROUTES.get(path)
+        if route is None and google_request.match(path) is not None:
+            route = "google"  # /v1beta/models/{model}:generateContent or :streamGenerateContent
         if route is None:
             self._send_json(404, {"error": {"message": f"the fake provider has no route {path}"}})
             return
@@ -146,6 +149,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_reply(self, request: RecordedRequest, reply: Reply) -> None:
         model = request.model or "fake-model"
+        if request.wire == "google":
+            if request.stream:
+                events = google_wire.stream_events(reply, model)
+                self._send_events(events, interval=reply.stream_interval or 0.0)
+            else:
+                self._send_json(200, google_wire.message(reply, model))
+            return
         if not request.stream:
             if request.wire == "openai":
                 self._send_json(200, wire.openai_completion(reply, model))
@@ -276,6 +286,12 @@ class FakeProviderServer:
         """For the Anthropic SDK, which appends /v1/messages."""
         return self.url
 
+    @property
+    def google_base_url(self) -> str:
+        """For the Google Gen AI SDK, which appends /v1beta/models/{model}:generateContent (or
+        :streamGenerateContent?alt=sse)."""
+        return self.url
+
     # scripting --------------------------------------------------------------------------------
     def script(self, key: str | None = None) -> Script:
         """The script under `key` (a model name or an `x-fake-script` value), created if needed."""
@@ -334,8 +350,10 @@ class FakeProviderServer:
         would refuse is answered 400 without taking a step."""
         with self._lock:
             key = headers.get(SCRIPT_HEADER)
-            if key is None and body.get("model") in self._scripts:
-                key = body["model"]
+            # The Gemini API names the model in the path, the others in the body.
+            model = google_request.model(path) if route == "google" else body.get("model")
+            if key is None and model in self._scripts:
+                key = model
             script = self._scripts.setdefault(key, Script())
             request = RecordedRequest(route, path, headers, body, key)
             self._count += 1

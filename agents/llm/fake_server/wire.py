@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from agents.llm.fake_server import google_wire
 from agents.llm.fake_server.script import HttpError, Reply, ScriptedToolCall, Wire
 
 _OPENAI_FINISH = {"end": "stop", "tool_calls": "tool_calls", "max_tokens": "length"}
@@ -68,6 +69,8 @@ def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
 
 
 def error_body(wire: Wire, error: HttpError) -> dict[str, Any]:
+    if wire == "google":
+        return google_wire.error_body(error)
     if wire == "openai":
         kind = _OPENAI_ERROR_TYPES.get(error.status, "server_error")
         return {"error": {"message": error.message, "type": kind, "param": None, "code": kind}}

@@ -12,4 +12,8 @@ MakeProvider = Callable[..., Provider]
 
 
 def base_url(server: FakeProviderServer, kind: ProviderKind) -> str:
-    return server.anthropic_base_url if kind == "anthropic" else server.openai_base_url
+    if kind == "anthropic":
+        return server.anthropic_base_url
+    if kind == "google":
+        return server.google_base_url
+    return server.openai_base_url

@@ -12,7 +12,7 @@ from agents.llm.fake_server import FakeProviderServer, server_error, text_reply
 from agents.llm.types import Message, ProviderKind
 from tests.agents.llm.helpers import MakeProvider
 
-KINDS: list[ProviderKind] = ["openai", "anthropic"]
+KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]
 HELLO = [Message.user("hello")]
 
 

@@ -32,7 +32,7 @@ def _refused(
     return str(caught.value)
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "google"])
 def test_a_conversation_in_order_is_answered(
     kind: ProviderKind, fake_llm: FakeProviderServer, make_provider: MakeProvider
 ) -> None:

@@ -17,7 +17,7 @@ from agents.llm.fake_server.demo.conversation import name_query
 from agents.llm.fake_server.script import RecordedRequest
 from agents.llm.types import Message, ProviderConfig, ProviderKind, ToolDefinition
 
-KINDS: list[ProviderKind] = ["openai", "anthropic"]
+KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]
 PRIYA = {
     "id": "0b9a4c1e-6f7d-4c1b-9a55-2f3c4d5e6f70",
     "name": "Priya Raman",
@@ -55,7 +55,7 @@ def provider(demo: DemoModelServer) -> Iterator[Callable[[ProviderKind], Provide
     built: list[Provider] = []
 
     def make(kind: ProviderKind) -> Provider:
-        url = demo.anthropic_base_url if kind == "anthropic" else demo.openai_base_url
+        url = demo.openai_base_url if kind == "openai" else demo.url
         config = ProviderConfig(kind=kind, model=DEMO_MODEL, api_key="demo", base_url=url)
         built.append(get_provider(config, sleep=lambda _: None))
         return built[-1]

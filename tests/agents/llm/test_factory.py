@@ -15,8 +15,12 @@ from agents.llm.tls import shared_ssl_context
 from agents.llm.types import LLMConfigurationError, Message, ProviderConfig, ProviderKind
 from tests.agents.llm.helpers import base_url
 
-ENV_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-KINDS: list[ProviderKind] = ["openai", "anthropic"]
+ENV_VARS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -24,6 +28,7 @@ def test_missing_key_fails_before_any_request_and_says_what_to_configure(
     kind: ProviderKind, fake_llm: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(ENV_VARS[kind], raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)  # Google's other name for it
     config = ProviderConfig(kind=kind, model="fake-model", base_url=base_url(fake_llm, kind))
 
     with pytest.raises(LLMConfigurationError) as caught:
@@ -37,7 +42,11 @@ def test_missing_key_fails_before_any_request_and_says_what_to_configure(
 
 
 # The SDKs' own variables for the platform's endpoint (the operator's, like the keys).
-BASE_URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+BASE_URL_VARS = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "google": "GOOGLE_GEMINI_BASE_URL",
+}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -45,6 +54,7 @@ def test_key_comes_from_the_environment_when_the_config_has_none(
     kind: ProviderKind, fake_llm: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_VARS[kind], f"env-{kind}-key")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)  # it would win over GEMINI_API_KEY
     monkeypatch.setenv(BASE_URL_VARS[kind], base_url(fake_llm, kind))
     fake_llm.enqueue(text_reply("ok"))
     config = ProviderConfig(kind=kind, model="fake-model")
@@ -130,10 +140,9 @@ def test_sdk_clients_share_one_ssl_context_that_still_verifies_certificates(
     config = ProviderConfig(kind=kind, model="m", api_key="k", base_url="https://llm.example")
     try:
         providers = [get_provider(dataclasses.replace(config, api_key=f"k{n}")) for n in (1, 2)]
-        contexts = [
-            p._client._client._transport._pool._ssl_context  # type: ignore[attr-defined]
-            for p in providers
-        ]
+        # The HTTP client the SDK was given (Google's SDK takes it in its HTTP options).
+        clients = [getattr(p, "_http", None) or p._client._client for p in providers]  # type: ignore[attr-defined]
+        contexts = [client._transport._pool._ssl_context for client in clients]
     finally:
         clear_provider_cache()
     assert providers[0] is not providers[1]

@@ -25,7 +25,7 @@ from agents.llm.types import (
 )
 from tests.agents.llm.helpers import MakeProvider
 
-KINDS: list[ProviderKind] = ["openai", "anthropic"]
+KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]
 HELLO = [Message.user("hello")]
 
 

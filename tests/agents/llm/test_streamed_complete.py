@@ -18,13 +18,16 @@ from agents.llm.fake_server import (
 from agents.llm.types import LLMUnavailable, Message, ProviderKind, ToolDefinition
 from tests.agents.llm.helpers import MakeProvider
 
-KINDS: list[ProviderKind] = ["openai", "anthropic"]
+KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]
 HELLO = (Message.user("Who is 42?"),)
 ANSWER = "Contact 42 is Ada Lovelace, a long-standing client of the agency."
 LOOKUP = ToolDefinition(name="crm_get_contact", description="Look a contact up.")
 # Cut after the whole text went out (see test_streams.CUTS): before OpenAI's finish chunk, before
-# Anthropic's content_block_stop.
-AFTER_TEXT = -3
+# Anthropic's content_block_stop, before Gemini's last chunk (its finishReason).
+AFTER_TEXT = {"openai": -3, "anthropic": -3, "google": -1}
+# Cut before any text: after OpenAI's role chunk or Anthropic's message_start; Gemini's first
+# chunk has text already.
+BEFORE_TEXT = {"openai": 1, "anthropic": 1, "google": 0}
 
 
 class Refused(Exception):
@@ -59,7 +62,7 @@ def test_a_failure_before_any_text_is_retried_streamed_and_nothing_is_passed_twi
 ) -> None:
     fake_llm.enqueue(
         server_error(503),
-        Reply(text="lost", stream_events=1),  # cut before any text
+        Reply(text="lost", stream_events=BEFORE_TEXT[kind]),
         text_reply(ANSWER),
     )
     pieces: list[str] = []
@@ -72,24 +75,22 @@ def test_a_failure_before_any_text_is_retried_streamed_and_nothing_is_passed_twi
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(
-    "failure",
-    [
-        Reply(text=ANSWER, stream_events=AFTER_TEXT),
-        Reply(text=ANSWER, stream_events=AFTER_TEXT, stream_error=HttpError(529)),
-    ],
-    ids=["cut", "error_event"],
-)
+@pytest.mark.parametrize("error_event", [False, True], ids=["cut", "error_event"])
 def test_a_stream_that_fails_after_its_text_is_retried_like_an_unstreamed_call(
     kind: ProviderKind,
-    failure: Reply,
+    error_event: bool,
     fake_llm: FakeProviderServer,
     make_provider: MakeProvider,
 ) -> None:
     """Unlike ``stream()``, which raises once it forwarded anything: the retry is made
     unstreamed, so the caller gets no text twice, and the reply is the retry's whole one."""
-    if kind == "openai" and failure.stream_error is not None:
-        failure = Reply(text=ANSWER, stream_events=AFTER_TEXT, stream_error=HttpError(500))
+    # Anthropic's overloaded_error; the others' error events name a 500 or a 503.
+    status = {"openai": 500, "anthropic": 529, "google": 503}[kind]
+    failure = Reply(
+        text=ANSWER,
+        stream_events=AFTER_TEXT[kind],
+        stream_error=HttpError(status) if error_event else None,
+    )
     fake_llm.enqueue(failure, text_reply("The second attempt's whole answer."))
     pieces: list[str] = []
 
@@ -105,7 +106,7 @@ def test_a_stream_that_fails_after_its_text_is_retried_like_an_unstreamed_call(
 def test_a_stream_cut_with_no_retry_left_fails_like_the_unstreamed_call(
     kind: ProviderKind, fake_llm: FakeProviderServer, make_provider: MakeProvider
 ) -> None:
-    fake_llm.enqueue(Reply(text=ANSWER, stream_events=AFTER_TEXT), rate_limited(0.001))
+    fake_llm.enqueue(Reply(text=ANSWER, stream_events=AFTER_TEXT[kind]), rate_limited(0.001))
     pieces: list[str] = []
 
     with pytest.raises(LLMUnavailable) as caught:

@@ -28,6 +28,7 @@ CUTS: list[tuple[ProviderKind, int]] = [
     ("openai", -2),  # after it, before the usage chunk OpenAI always sends when asked
     ("anthropic", -3),  # before the text block's end
     ("anthropic", -1),  # before message_stop only
+    ("google", -1),  # before the chunk with the finishReason (Gemini: [... text chunks, last])
 ]
 
 
@@ -63,13 +64,14 @@ def test_an_openai_compatible_stream_without_a_usage_chunk_is_whole(
     assert done.completion.stop_reason == "end"
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize(("kind", "cut"), [("openai", 1), ("anthropic", 1), ("google", 0)])
 def test_a_stream_cut_before_any_content_is_retried_unseen(
-    kind: ProviderKind, fake_llm: FakeProviderServer, make_provider: MakeProvider
+    kind: ProviderKind, cut: int, fake_llm: FakeProviderServer, make_provider: MakeProvider
 ) -> None:
-    # OpenAI's first chunk carries only the role; Anthropic's first event is message_start.
+    # OpenAI's first chunk carries only the role; Anthropic's first event is message_start;
+    # Gemini's first chunk has content already: cut before it.
     fake_llm.enqueue(
-        Reply(text="lost", input_tokens=999, stream_events=1),
+        Reply(text="lost", input_tokens=999, stream_events=cut),
         text_reply(ANSWER, input_tokens=12, output_tokens=8),
     )
 

@@ -225,7 +225,10 @@ def test_a_long_run_summarises_its_history_and_counts_the_summaries(
 ) -> None:
     budget = 1000
     agent = make_agent(
-        allowed_tools=["crm_get_contact"], context_token_budget=budget, max_steps_per_run=40
+        allowed_tools=["crm_get_contact"],
+        context_token_budget=budget,
+        max_steps_per_run=40,
+        loop_threshold=0,  # one lookup repeated on purpose (flow/loops.py would stop it)
     )
     model = LongRun(iterations=30, email=_contact(agent))
     fake_llm_server.set_responder(model, key=agent.llm_model)
@@ -287,6 +290,7 @@ def test_a_long_run_through_a_real_worker_keeps_each_request_under_the_budget(
         context_token_budget=budget,
         max_steps_per_run=iterations + 1,
         timeout_seconds=600,
+        loop_threshold=0,  # one lookup repeated on purpose (flow/loops.py would stop it)
     )
     model = LongRun(iterations=iterations, email=_contact(agent))
     fake_llm_server.set_responder(model, key=agent.llm_model)
@@ -347,7 +351,10 @@ def test_a_resumed_run_sends_its_summary_and_the_turns_since(
 
     budget = 1000
     agent = make_agent(
-        allowed_tools=["crm_get_contact", "wait"], context_token_budget=budget, max_steps_per_run=40
+        allowed_tools=["crm_get_contact", "wait"],
+        context_token_budget=budget,
+        max_steps_per_run=40,
+        loop_threshold=0,  # one lookup repeated on purpose (flow/loops.py would stop it)
     )
     model = WaitingLongRun(iterations=24, email=_contact(agent), wait_after=16)
     fake_llm_server.set_responder(model, key=agent.llm_model)

@@ -26,7 +26,7 @@ from usage.models import Budget, ModelPrice
 
 pytestmark = pytest.mark.slow
 LEASE_SECONDS = 3  # the test workers' AGENTDESK_LEASE_SECONDS
-KINDS = ["openai", "anthropic"]
+KINDS = ["openai", "anthropic", "google"]
 
 # crash point -> model requests in all (3 turns; +1 when the killed reply was not persisted)
 CRASH_POINTS = {

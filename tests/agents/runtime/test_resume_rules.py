@@ -24,7 +24,7 @@ from tools.models import ToolCall
 
 pytestmark = pytest.mark.slow
 WAITING = {"waiting_approval", "waiting_input"}
-KINDS = ["openai", "anthropic"]
+KINDS = ["openai", "anthropic", "google"]
 
 
 def _start(agent: Agent) -> Execution:
@@ -112,12 +112,15 @@ def test_tool_call_ids_a_provider_repeats_or_leaves_out_are_made_unique(
 
 
 def _answered_ids(messages: list[dict[str, Any]]) -> list[str]:
-    """The call ids tool results were sent for, in either wire format."""
+    """The call ids tool results were sent for, in any wire format."""
     ids = [str(m["tool_call_id"]) for m in messages if m.get("role") == "tool"]
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
             ids += [b["tool_use_id"] for b in content if b.get("type") == "tool_result"]
+        # Gemini's contents: functionResponse parts.
+        parts = message.get("parts") or []
+        ids += [p["functionResponse"]["id"] for p in parts if "functionResponse" in p]
     return ids
 
 

@@ -26,13 +26,16 @@ from core import realtime, tenancy
 from live import protocol
 from tests.processes import Worker, pending_execution, wait_for
 
-KINDS = ["openai", "anthropic"]
+KINDS = ["openai", "anthropic", "google"]
 THOUGHT = "I will look the contact up first, then write the note the user asked for."
 ANSWER = (
     "Ada Lovelace is a long-standing client: she wrote the first program for the Analytical "
     "Engine, and she asked us twice this month about the new plan and its pricing."
 )
 PARTIAL = "This reply is cut off before its end and must never be stored anywhere"
+# Where a stream is cut after all its text went out: before OpenAI's finish chunk, before
+# Anthropic's text block's end, before Gemini's last chunk (its finishReason).
+AFTER_TEXT = {"openai": -3, "anthropic": -3, "google": -1}
 
 
 class GroupListener:
@@ -201,11 +204,9 @@ def test_a_stream_cut_mid_way_is_retried_and_only_the_retrys_reply_is_persisted(
     listeners: list[GroupListener],
 ) -> None:
     agent = make_agent(kind, allowed_tools=[])
-    # Cut after its text went out (OpenAI: before the finish chunk; Anthropic: before the
-    # text block's end), then the retry's whole answer.
-    fake_llm_server.enqueue(
-        Reply(text=PARTIAL, stream_events=-3), text_reply(ANSWER), key=agent.llm_model
-    )
+    # Cut after its text went out (AFTER_TEXT), then the retry's whole answer.
+    cut = Reply(text=PARTIAL, stream_events=AFTER_TEXT[kind])
+    fake_llm_server.enqueue(cut, text_reply(ANSWER), key=agent.llm_model)
     execution = pending_execution(agent, input_text="Who is Ada?")
     listener = GroupListener(execution)
     listeners.append(listener)
@@ -233,7 +234,7 @@ def test_a_stream_cut_mid_way_with_no_retry_left_fails_the_run_and_stores_none_o
     agent = make_agent(kind, allowed_tools=[])
     # AGENTDESK_LLM_MAX_RETRIES is 2 in the tests: three attempts, none answered.
     fake_llm_server.enqueue(
-        Reply(text=PARTIAL, stream_events=-3),
+        Reply(text=PARTIAL, stream_events=AFTER_TEXT[kind]),
         rate_limited(0.01),
         rate_limited(0.01),
         key=agent.llm_model,

@@ -1,5 +1,5 @@
 """Reading a request the way the demo model needs it: the instruction, the tool calls made so
-far with their results (both wire formats), and the names and addresses the instruction holds."""
+far with their results (every wire format), and the names and addresses the instruction holds."""
 
 from __future__ import annotations
 
@@ -64,6 +64,9 @@ def past_calls(request: RecordedRequest) -> list[Call]:
     results: dict[str, Any] = {}
     for message in messages:
         role, content = message.get("role"), message.get("content")
+        if request.wire == "google":
+            _google_calls(message, calls, results)
+            continue
         if request.wire == "openai":
             if role == "tool":
                 results[str(message.get("tool_call_id"))] = _parse(content)
@@ -89,11 +92,36 @@ def past_calls(request: RecordedRequest) -> list[Call]:
     return [Call(name, arguments, results.get(call_id)) for call_id, name, arguments in calls]
 
 
+def _google_calls(
+    content: dict[str, Any],
+    calls: list[tuple[str, str, dict[str, Any]]],
+    results: dict[str, Any],
+) -> None:
+    """A Gemini turn's functionCall / functionResponse parts (the gateway gives ids; a call
+    without one is paired with the response of its name)."""
+    for part in content.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        call, response = part.get("functionCall"), part.get("functionResponse")
+        if isinstance(call, dict):
+            key = str(call.get("id") or call.get("name"))
+            calls.append((key, call.get("name", ""), _arguments(call.get("args"))))
+        elif isinstance(response, dict):
+            key = str(response.get("id") or response.get("name"))
+            output = response.get("response")
+            if isinstance(output, dict) and "output" in output:
+                output = output["output"]
+            results[key] = _parse(output)
+
+
 def instruction(request: RecordedRequest) -> str:
     """The first user message: what the run was asked (or its trigger, described)."""
     for message in request.messages:
         if message.get("role") != "user":
             continue
+        if request.wire == "google":  # Gemini's contents: parts, the text ones first
+            parts = message.get("parts") or []
+            return "".join(str(p["text"]) for p in parts if isinstance(p, dict) and "text" in p)
         content = message.get("content")
         if isinstance(content, str):
             return content

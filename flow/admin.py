@@ -1,0 +1,116 @@
+"""Flow analysis in the admin: expected workflows (staff define them; a definition that does not
+fit its JSON Schema, or names a state twice, is refused with the reason), and, read-only, the
+completeness analyses, loops caught and stuck runs."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.safestring import SafeString
+
+from agents.admin.common import json_display, run_link
+from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
+from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
+
+EXAMPLE = (
+    'Example: states [{"state": "running", "is_required": true, "max_duration_seconds": '
+    '300}, {"state": "completed", "is_required": true}]; actions [{"action": '
+    '"crm_get_contact", "is_required": true}, {"action": "email_*", "max_count": 1}]; '
+    'transitions [{"from": "running", "to": "completed", "is_required": true}].'
+)
+
+
+@admin.register(ExpectedWorkflow)
+class ExpectedWorkflowAdmin(AgencyScopedAdmin):
+    list_display = ["name", "agent_type", "agent", "category", "is_active", "updated_at"]
+    list_filter = ["agent_type", "is_active", "category"]
+    list_select_related = ["agent"]
+    search_fields = ["name", "description", "category"]
+    readonly_fields = ["created_at", "updated_at"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": ["name", "category", "description", "agent_type", "agent", "is_active"],
+                "description": "Applies to every agent of the type, or to one agent (which wins "
+                "over its type's). Each finished run of those agents gets a completeness "
+                "analysis against it.",
+            },
+        ),
+        (
+            "Expected flow",
+            {
+                "fields": ["expected_states", "expected_actions", "expected_transitions"],
+                "description": EXAMPLE,
+            },
+        ),
+        (
+            "Bounds and success",
+            {"fields": ["max_duration_ms", "max_cost_usd", "max_llm_calls", "success_conditions"]},
+        ),
+        ("History", {"fields": ["created_at", "updated_at"], "classes": ["collapse"]}),
+    ]
+
+
+@admin.register(CompletenessAnalysis)
+class CompletenessAnalysisAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = [
+        "execution_link", "agent", "workflow", "score", "is_complete", "analyzed_at",
+    ]  # fmt: skip
+    list_filter = ["is_complete", ("agent", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["execution", "agent", "workflow"]
+    date_hierarchy = "analyzed_at"
+    anomalies_pretty = json_display("anomalies", "Anomalies")
+    analysis_result_pretty = json_display("analysis_result", "Analysis result")
+    fields = [
+        "execution", "agent", "workflow", "completeness_score", "is_complete",
+        "expected_states_visited", "expected_states_total", "visited_states", "missing_states",
+        "unexpected_states_visited", "expected_actions_performed", "expected_actions_total",
+        "performed_actions", "missing_actions", "unexpected_actions_performed",
+        "expected_transitions_followed", "expected_transitions_total", "unexpected_transitions",
+        "duration_within_bounds", "cost_within_bounds", "llm_calls_within_bounds",
+        "anomalies_pretty", "analysis_result_pretty", "analyzed_at",
+    ]  # fmt: skip
+
+    @admin.display(description="Execution")
+    def execution_link(self, obj: CompletenessAnalysis) -> SafeString | str:
+        return run_link(obj.execution)
+
+    @admin.display(description="Score", ordering="completeness_score")
+    def score(self, obj: CompletenessAnalysis) -> str:
+        return f"{obj.completeness_score:.0%}"
+
+
+@admin.register(LoopDetection)
+class LoopDetectionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = ["execution_link", "agent", "kind", "outcome", "occurrences", "detected_at"]
+    list_filter = ["outcome", "kind"]
+    list_select_related = ["execution", "agent"]
+    date_hierarchy = "detected_at"
+    repeated_pretty = json_display("repeated", "Repeated")
+    fields = [
+        "execution", "agent", "kind", "outcome", "repeated_pretty", "occurrences", "threshold",
+        "question", "fingerprint", "detected_at",
+    ]  # fmt: skip
+
+    @admin.display(description="Execution")
+    def execution_link(self, obj: LoopDetection) -> SafeString | str:
+        return run_link(obj.execution)
+
+
+@admin.register(StuckRun)
+class StuckRunAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = [
+        "execution_link", "agent", "state", "entered_at", "expected_seconds", "action_taken",
+        "flagged_at",
+    ]  # fmt: skip
+    list_filter = ["state", "action_taken"]
+    list_select_related = ["execution", "agent"]
+    date_hierarchy = "flagged_at"
+    fields = [
+        "execution", "agent", "state", "state_sequence", "entered_at", "expected_seconds",
+        "expected_from", "action_taken", "flagged_at",
+    ]  # fmt: skip
+
+    @admin.display(description="Execution")
+    def execution_link(self, obj: StuckRun) -> SafeString | str:
+        return run_link(obj.execution)

@@ -1,0 +1,1 @@
+"""Replay (dry) of a recorded run against the current tools, and retry from a step."""

@@ -1,0 +1,255 @@
+"""What the runtime tells flow analysis while a run goes (agents/runtime/loop.py calls in here):
+decision points, written with the step they belong to, and loop detection (flow/loops.py).
+
+Decision points (seed 003 ``agent_execution_decision_points``) are recorded where the runtime
+decides: the tool(s) the model chose among the allowed ones (with its reasoning text), a final
+answer instead of another call, what it did after a failed call (error recovery), a policy or
+risk verdict (a call refused by policy, or routed to a person for approval), and a person's
+approval decision. Each row rides along with its step's one statement (``tx.defer_row``): no
+round trip of its own (docs/decisions/0003-runtime-write-path.md).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from agents.llm import Completion, Message, ToolCall
+from agents.models import DecisionMethod, DecisionPoint, DecisionType
+from core import fastdb
+from flow import loops
+from tools.models import ToolCallStatus, idempotency_key_for
+
+if TYPE_CHECKING:
+    from agents.runtime.loop import _Run
+    from agents.runtime.store import StepTransaction
+    from tools.executor import ToolOutcome
+
+REASONING_MAX = 4000
+
+
+class RunFlow:
+    """One delivery's flow tracking of a run (created with the loop's ``_Run``)."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.record = settings.AGENTDESK_FLOW_DECISION_POINTS
+        self.options = sorted(run.tools)  # what the model could choose from
+        self.loops = loops.LoopWatch(run)
+        # Tools whose calls failed since the model last replied (error recovery decisions).
+        self.failed: list[str] = []
+
+    # --- think --------------------------------------------------------------------------------
+    def replied(self, tx: StepTransaction, completion: Completion, *, step_id: uuid.UUID) -> None:
+        """The model's reply, persisted by ``tx``: its tool choice (or its final answer), and
+        what it did after failed calls. Adds rows only (it runs inside ``direct_step``)."""
+        if not self.record:
+            self.failed = []
+            return
+        execution = self.run.execution
+        now = timezone.now()
+        reasoning = (completion.text or "")[:REASONING_MAX]
+        rows: list[dict[str, Any]] = []
+        chosen_names = [call.name for call in completion.tool_calls]
+        if self.failed:
+            failed = sorted(set(self.failed))
+            again = [name for name in chosen_names if name in failed]
+            choice = (
+                "retry " + ", ".join(again)
+                if again
+                else ("another tool: " + ", ".join(chosen_names) if chosen_names else "answer")
+            )
+            rows.append(
+                {
+                    "decision_type": DecisionType.ERROR_RECOVERY,
+                    "decision_question": f"{', '.join(failed)} failed: what next?",
+                    "available_options": ["retry the same tool", "call another tool", "answer"],
+                    "chosen_option": {"choice": choice, "tools": chosen_names},
+                    "chosen_option_index": 0 if again else (1 if chosen_names else 2),
+                    "reasoning": reasoning,
+                    "decision_method": DecisionMethod.LLM_BASED,
+                }
+            )
+            self.failed = []
+        for call in completion.tool_calls:
+            rows.append(
+                {
+                    "decision_type": DecisionType.TOOL_SELECTION,
+                    "decision_question": "Which tool should I use?",
+                    "available_options": self.options,
+                    "chosen_option": {"tool": call.name, "arguments": call.arguments},
+                    "chosen_option_index": _index(self.options, call.name),
+                    "reasoning": reasoning,
+                    "decision_method": DecisionMethod.LLM_BASED,
+                }
+            )
+        if not completion.tool_calls:
+            rows.append(
+                {
+                    "decision_type": DecisionType.COMPLETION,
+                    "decision_question": "Answer now, or call a tool?",
+                    "available_options": ["answer", *self.options],
+                    "chosen_option": {"answer": (completion.text or "")[:500]},
+                    "chosen_option_index": 0,
+                    "reasoning": "",
+                    "decision_method": DecisionMethod.LLM_BASED,
+                }
+            )
+        for order, values in enumerate(rows):
+            tx.defer_row(
+                fastdb.row(
+                    DecisionPoint,
+                    {
+                        "id": uuid.uuid4(),
+                        "agency_id": execution.agency_id,
+                        "execution_id": execution.id,
+                        "step_id": step_id,
+                        # In the order decided (the admin lists them by decided_at).
+                        "decided_at": now + datetime.timedelta(microseconds=order),
+                        **values,
+                    },
+                )
+            )
+
+    def check_reply(self, calls: Sequence[ToolCall], messages: list[Message]) -> str | None:
+        """Before the reply's calls run: the run's status if they make a loop (it ended, or
+        waits for a person), else None."""
+        return self.loops.check(calls, messages)
+
+    # --- act ----------------------------------------------------------------------------------
+    def tool_settled(
+        self,
+        tx: StepTransaction,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        step_id: uuid.UUID | None,
+        resumed: bool,
+    ) -> None:
+        """A call decided by the executor: a policy refusal or an approval routing is a risk
+        verdict; a resumed call that waited for approval records the person's decision."""
+        if not self.record:
+            return
+        parks = outcome.approval, outcome.question, getattr(outcome, "awaiting", None)
+        if any(p is not None for p in parks):
+            step_id = None  # the call parks the run: its act step is written when it runs
+        if outcome.approval is not None:
+            approval = outcome.approval
+            self._decide(
+                tx,
+                None,
+                decision_type=DecisionType.RISK_ASSESSMENT,
+                decision_question=f"May {call.name} run without a person's approval?",
+                available_options=["run", "ask a person"],
+                chosen_option={
+                    "choice": "ask a person",
+                    "risk_level": approval.risk_level,
+                    "approval_id": str(approval.id),
+                },
+                chosen_option_index=1,
+                reasoning=approval.risk_explanation or "",
+                decision_method=DecisionMethod.RULE_BASED,
+                rules_applied=[approval.risk_rule_id] if approval.risk_rule_id else [],
+            )
+            return
+        error = outcome.output.get("error") or {}
+        # (a person's denial is recorded as their decision, below)
+        refused = error.get("code") != "approval_denied"
+        if outcome.status == ToolCallStatus.DENIED and not outcome.replayed and refused:
+            self._decide(
+                tx,
+                step_id,
+                decision_type=DecisionType.RISK_ASSESSMENT,
+                decision_question=f"May {call.name} run under the agent's policy?",
+                available_options=["run", "refuse"],
+                chosen_option={"choice": "refuse", "code": error.get("code", "")},
+                chosen_option_index=1,
+                reasoning=str(error.get("message", ""))[:REASONING_MAX],
+                decision_method=DecisionMethod.RULE_BASED,
+            )
+        if resumed and not outcome.replayed:
+            self._approval_decided(tx, call, step_id)
+
+    def _approval_decided(
+        self, tx: StepTransaction, call: ToolCall, step_id: uuid.UUID | None
+    ) -> None:
+        """A resumed call that waited for approval: the person's decision (one query, only on
+        the resumed path)."""
+        from approvals.models import Approval, ApprovalStatus  # noqa: PLC0415 - approvals -> tools
+
+        execution = self.run.execution
+        # (inside the step's transaction, in the run's agency, as the executor's own reads)
+        approval = (
+            Approval.objects.filter(
+                execution_id=execution.id,
+                tool_call__idempotency_key=idempotency_key_for(execution.id, call.id),
+            )
+            .exclude(status=ApprovalStatus.PENDING)
+            .order_by("-created_at")
+            .values("id", "status", "decision_reason", "edited_arguments", "decided_by_id")
+            .first()
+        )
+        if approval is None:
+            return
+        options = [ApprovalStatus.APPROVED.value, ApprovalStatus.DENIED.value]
+        status = str(approval["status"])
+        self._decide(
+            tx,
+            step_id,
+            decision_type=DecisionType.RISK_ASSESSMENT,
+            decision_question=f"Approve {call.name}?",
+            available_options=options,
+            chosen_option={
+                "choice": status,
+                "approval_id": str(approval["id"]),
+                "edited": approval["edited_arguments"] is not None,
+                "decided_by": approval["decided_by_id"],
+            },
+            chosen_option_index=_index(options, status),
+            reasoning=str(approval["decision_reason"] or "")[:REASONING_MAX],
+            decision_method=DecisionMethod.USER_INPUT,
+            confidence_score=1.0,
+        )
+
+    def result(self, tx: StepTransaction, call: ToolCall, output: dict[str, Any]) -> dict[str, Any]:
+        """The call's result as the model will see it: with the loop warning when this call
+        reached the threshold. Notes failures for the next reply's error recovery decision."""
+        if "error" in output:
+            self.failed.append(call.name)
+        return self.loops.warned(tx, call, output)
+
+    # --- end ----------------------------------------------------------------------------------
+    def cancel_reason(self) -> tuple[str, str]:
+        """(stop reason, error) of a run that stops because a cancel was requested: a stuck
+        run's cancel says so (flow.stuck), any other is a plain cancel."""
+        from flow.stuck import cancel_reason  # noqa: PLC0415 - stuck imports the services
+
+        return cancel_reason(self.run.execution)
+
+    def _decide(self, tx: StepTransaction, step_id: uuid.UUID | None, **values: Any) -> None:
+        execution = self.run.execution
+        tx.defer_row(
+            fastdb.row(
+                DecisionPoint,
+                {
+                    "id": uuid.uuid4(),
+                    "agency_id": execution.agency_id,
+                    "execution_id": execution.id,
+                    "step_id": step_id,
+                    "decided_at": timezone.now(),
+                    **values,
+                },
+            )
+        )
+
+
+def _index(options: list[str], chosen: str) -> int | None:
+    try:
+        return options.index(chosen)
+    except ValueError:
+        return None

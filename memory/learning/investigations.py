@@ -1,0 +1,143 @@
+"""Investigations (seed 000): when a tool's result looks wrong for the task — it returned nothing
+(an empty result or list), or an error saying what the task is about does not exist — a run of an
+agent with ``investigation_max_steps`` > 0 is told to investigate before answering, and granted
+that many model calls beyond ``max_steps_per_run`` (at most :data:`MAX_GRANTED`, once per run).
+
+The runtime calls :func:`tool_result` with each tool result (agents/runtime/loop.py, one line);
+the grant is written with the step (the run's snapshot's ``max_steps_per_run``, so a resumed run
+keeps it) together with an :class:`Investigation` row. After the run, ``memory.after_run``
+closes it (:func:`investigations_finish`): the steps used, the model's text in them (its
+findings) and the outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from agents.llm import ToolCall
+from agents.models import Execution, ExecutionStatus, ExecutionStep, StepType
+from memory.learning.models import Investigation, InvestigationOutcome
+
+MAX_GRANTED = 10  # extra steps one run may be granted, whatever the agent says
+# Tool error codes that say the task's object is not there: worth a look, not a retry.
+NOT_FOUND_CODES = frozenset({"not_found", "no_results", "does_not_exist", "empty_result"})
+NOTE_KEY = "investigate"
+FINDINGS_CHARS = 4000
+RESULT_CHARS = 2000
+_FLAG = "_learning_investigated"  # on the runtime's run object: granted already (or not)
+
+
+def looks_wrong(output: Any) -> str | None:
+    """``"empty_result"``, ``"error"`` or None: whether a tool's result deserves a look."""
+    if not isinstance(output, dict):
+        return "empty_result" if not output else None
+    error = output.get("error")
+    if error is not None:
+        code = error.get("code") if isinstance(error, dict) else None
+        return "error" if code in NOT_FOUND_CODES else None
+    if not output:
+        return "empty_result"
+    containers = [v for v in output.values() if isinstance(v, list | dict)]
+    if containers and all(len(v) == 0 for v in containers):
+        return "empty_result"
+    if all(v in (None, "", 0, False) for v in output.values()):
+        return "empty_result"
+    return None
+
+
+def note(trigger: str, granted: int) -> str:
+    what = (
+        "returned nothing" if trigger == "empty_result" else "says what you look for is not there"
+    )
+    return (
+        f"This result looks wrong for your task: the tool {what}. Before you answer, investigate "
+        "why: check the arguments you gave (spelling, ids, filters), try a broader or different "
+        f"query or another tool. You have up to {granted} extra steps for it; then answer with "
+        "what you found, and say so if the thing really does not exist."
+    )
+
+
+def tool_result(run: Any, tx: Any, call: ToolCall, output: dict[str, Any]) -> dict[str, Any]:
+    """The tool's result as the model sees it: with a note to investigate, and the extra steps
+    granted, the first time in a run that a result looks wrong (agent setting
+    ``investigation_max_steps``). Nothing to do, and no query, for an agent without the setting
+    or a result that looks right. Precondition: the step's transaction (``tx``)."""
+    limit = min(int(getattr(run.agent, "investigation_max_steps", 0) or 0), MAX_GRANTED)
+    if limit <= 0:
+        return output
+    trigger = looks_wrong(output)
+    if trigger is None:
+        return output
+    execution: Execution = run.execution
+    granted_before = getattr(run, _FLAG, None)
+    if granted_before is None:  # (a resumed run: asked once)
+        granted_before = Investigation.objects.filter(execution_id=execution.pk).exists()
+    if granted_before:
+        return output
+    setattr(run, _FLAG, True)
+    Investigation.objects.create(
+        agency_id=execution.agency_id,
+        execution_id=execution.pk,
+        agent_id=execution.agent_id,
+        tool_name=call.name[:200],
+        tool_call_id=call.id[:200],
+        trigger=trigger,
+        tool_result=_clipped(output),
+        started_at_step=execution.current_step,
+        steps_granted=limit,
+    )
+    run.snapshot["max_steps_per_run"] = int(run.snapshot["max_steps_per_run"]) + limit
+    tx.changed.add("config_snapshot")
+    return {**output, NOTE_KEY: note(trigger, limit)}
+
+
+def _clipped(output: dict[str, Any]) -> dict[str, Any]:
+    import json  # noqa: PLC0415 - only for an investigation
+
+    text = json.dumps(output, default=str)
+    return output if len(text) <= RESULT_CHARS else {"clipped": text[:RESULT_CHARS]}
+
+
+def investigations_finish(execution: Execution) -> int:
+    """Close the finished run's open investigations: the model calls made after each began
+    (at most those granted), the model's text in them and what the run came to.
+    Precondition: the run's agency context."""
+    opened = list(Investigation.objects.filter(execution_id=execution.pk, finished_at__isnull=True))
+    for investigation in opened:
+        thinks = list(
+            ExecutionStep.objects.filter(
+                execution_id=execution.pk,
+                step_type=StepType.THINK,
+                step_number__gt=investigation.started_at_step,
+            )
+            .order_by("step_number")
+            .values_list("reasoning", "output_text", "llm_response")[
+                : investigation.steps_granted + 1
+            ]
+        )
+        texts: list[str] = []
+        for reasoning, answer, response in thinks:
+            text = (reasoning or answer or "").strip()
+            calls = [
+                c.get("name", "")
+                for c in (((response or {}).get("message") or {}).get("tool_calls") or [])
+                if isinstance(c, dict)
+            ]
+            if calls:
+                text = f"{text} [called {', '.join(calls)}]".strip()
+            if text:
+                texts.append(text)
+        investigation.steps_used = min(len(thinks), investigation.steps_granted)
+        investigation.findings = "\n\n".join(texts)[:FINDINGS_CHARS]
+        investigation.outcome = (
+            InvestigationOutcome.RESOLVED
+            if execution.status == ExecutionStatus.COMPLETED
+            else InvestigationOutcome.UNRESOLVED
+        )
+        investigation.finished_at = timezone.now()
+        investigation.save(
+            update_fields=["steps_used", "findings", "outcome", "finished_at", "updated_at"]
+        )
+    return len(opened)

@@ -1,0 +1,176 @@
+"""Loop detection while a run goes: a model that repeats the same call is warned once (in the
+result of the call that reaches the agent's loop threshold); the next identical call does not run
+and the run stops with ``loop_detected`` and the evidence, or (``ask_human``) waits for a person
+in the inbox, who lets it go on or stops it. A real Celery worker, PostgreSQL and Redis, and the
+fake provider server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from agents.llm.fake_server import FakeProviderServer
+from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
+from agents.models import (
+    Agent,
+    Execution,
+    ExecutionStatus,
+    ExecutionStep,
+    LoopAction,
+    StepType,
+    StopReason,
+)
+from agents.services import execution_create
+from approvals.models import Question, QuestionKind, QuestionStatus
+from approvals.questions import question_answer
+from core import tenancy
+from core.models import Event
+from crm.models import Contact
+from flow.loops import LOOP_EVENT
+from flow.models import LoopDetection, LoopOutcome
+from tests.factories import UserFactory
+from tests.processes import TERMINAL, Worker, wait_for
+from tools.models import ToolCall
+
+pytestmark = pytest.mark.slow
+LOOKUP = {"email": "ada@example.com"}
+
+
+def _lookup() -> Reply:
+    return tool_call_reply("crm_get_contact", LOOKUP)
+
+
+def _looping_agent(
+    make_agent: Callable[..., Agent], server: FakeProviderServer, **fields: object
+) -> Agent:
+    """An agent whose model asks for the same contact six times, then answers."""
+    agent = make_agent("openai", allowed_tools=["crm_*"], loop_threshold=3, **fields)
+    with tenancy.agency_context(agent.agency_id):
+        Contact.objects.create(agency_id=agent.agency_id, first_name="Ada", email=LOOKUP["email"])
+    server.set_responder(
+        by_turn(*[_lookup() for _ in range(6)], then=text_reply("Ada's contact is there.")),
+        key=agent.llm_model,
+    )
+    return agent
+
+
+def _start(agent: Agent) -> Execution:
+    with tenancy.agency_context(agent.agency_id):
+        execution = execution_create(agent=agent, input="Find Ada's contact.")
+    assert execution is not None
+    return execution
+
+
+def _tool_calls(execution: Execution) -> int:
+    with tenancy.agency_context(execution.agency_id):
+        return ToolCall.objects.filter(execution=execution).count()
+
+
+def _warned_results(execution: Execution) -> list[int]:
+    """The act steps (by position) whose result carried the loop warning."""
+    with tenancy.agency_context(execution.agency_id):
+        outputs = ExecutionStep.objects.filter(
+            execution=execution, step_type=StepType.ACT
+        ).order_by("step_number")
+        return [
+            i
+            for i, step in enumerate(outputs, start=1)
+            if "loop_warning" in (step.tool_output or {})
+        ]
+
+
+def _detections(execution: Execution) -> list[str]:
+    with tenancy.agency_context(execution.agency_id):
+        return list(
+            LoopDetection.objects.filter(execution=execution)
+            .order_by("detected_at")
+            .values_list("outcome", flat=True)
+        )
+
+
+def test_a_model_repeating_a_call_is_warned_once_then_the_run_stops_with_loop_detected(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = _looping_agent(make_agent, fake_llm_server)
+
+    execution = wait_for(_start(agent))
+
+    assert execution.status == ExecutionStatus.FAILED
+    assert execution.stop_reason == StopReason.LOOP_DETECTED
+    assert "crm_get_contact was called 4 times" in execution.error
+    assert execution.error_details is not None
+    loop = execution.error_details["loop"]
+    assert loop["tool"] == "crm_get_contact"
+    assert loop["arguments"] == LOOKUP
+    assert loop["occurrences"] == 4
+    assert loop["threshold"] == 3
+    assert _tool_calls(execution) == 3  # the fourth identical call never ran
+    assert _warned_results(execution) == [3]  # warned once, at the threshold
+    requests = fake_llm_server.requests_for(agent.llm_model)
+    assert len(requests) == 4
+    warned = [r for r in requests[-1].tool_results if "Loop warning" in r]
+    assert len(warned) == 1  # what the model saw before its fourth call
+    assert "Do not call it again" in json.loads(warned[0])["loop_warning"]
+    assert _detections(execution) == [LoopOutcome.WARNED, LoopOutcome.STOPPED]
+    with tenancy.agency_context(agent.agency_id):
+        [event] = Event.objects.filter(event_type=LOOP_EVENT)
+    assert event.payload["execution_id"] == str(execution.id)
+    assert event.payload["outcome"] == LoopOutcome.STOPPED
+    assert event.payload["occurrences"] == 4
+
+
+def test_a_loop_with_ask_human_waits_in_the_inbox_and_stop_ends_it_with_loop_detected(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = _looping_agent(make_agent, fake_llm_server, loop_action=LoopAction.ASK_HUMAN)
+    person = UserFactory.create()
+
+    execution = wait_for(_start(agent), {"waiting_input", *TERMINAL})
+
+    assert execution.status == ExecutionStatus.WAITING_INPUT
+    with tenancy.agency_context(agent.agency_id):
+        [question] = Question.objects.filter(execution=execution)
+    assert question.kind == QuestionKind.CORRECTION
+    assert question.status == QuestionStatus.PENDING
+    assert question.question_type == "loop"
+    assert question.options == ["continue", "stop"]
+    assert "crm_get_contact was called 4 times" in question.question
+    assert execution.input_request["question_id"] == str(question.id)
+    assert _tool_calls(execution) == 3
+    assert _detections(execution) == [LoopOutcome.WARNED, LoopOutcome.ASKED]
+
+    with tenancy.agency_context(agent.agency_id):
+        question_answer(question=question, answer="stop", user_id=person.id)
+        execution.refresh_from_db()
+
+    assert execution.status == ExecutionStatus.FAILED
+    assert execution.stop_reason == StopReason.LOOP_DETECTED
+    assert "after a loop: crm_get_contact called 4 times" in execution.error
+    assert _tool_calls(execution) == 3
+
+
+def test_a_person_letting_the_loop_go_on_runs_the_call_and_the_count_starts_again(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = _looping_agent(make_agent, fake_llm_server, loop_action=LoopAction.ASK_HUMAN)
+    person = UserFactory.create()
+    execution = wait_for(_start(agent), {"waiting_input"})
+    with tenancy.agency_context(agent.agency_id):
+        [question] = Question.objects.filter(execution=execution)
+        question_answer(question=question, answer="continue", user_id=person.id)
+
+    execution = wait_for(execution)
+
+    # Calls 4-6 run (the count starts again at 4: 5 and 6 stay under 4 + 3), then the answer.
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    assert _tool_calls(execution) == 6
+    requests = fake_llm_server.requests_for(agent.llm_model)
+    assert "repeated calls of crm_get_contact" in requests[4].last_user_text

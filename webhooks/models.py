@@ -1,0 +1,128 @@
+"""Inbound webhooks: a signed URL per agent that starts a run with the request's JSON body as its
+trigger payload (seed 004: webhooks as a perception source).
+
+The secret is stored only as a Fernet token (:mod:`core.crypto`, like LLM provider keys) and shown
+once, when it is made (create, rotate). A rotation keeps the previous secret valid until
+``previous_secret_expires_at`` (the grace period), so that a sender can switch without losing
+deliveries. Every delivery a sender names with an id is recorded once per webhook
+(:class:`WebhookDelivery`, a unique constraint): the same id again starts nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from agents.models import Agent, Execution
+from core import crypto
+from core.models import AgencyOwnedModel
+
+SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
+SECRET_BYTES = 32
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
+
+
+class Webhook(AgencyOwnedModel):
+    """One inbound URL of an agent: ``POST /api/v1/webhooks/<id>/`` (see README "Webhooks").
+
+    Row-level security: the agency policy, plus a SELECT-only policy that shows the one row whose
+    id :func:`webhooks.selectors.webhook_lookup_context` names, so that a delivery (which carries
+    no credential but its signature) can find its webhook before any tenant is set.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="webhooks")
+    name = models.CharField(max_length=200)
+    is_enabled = models.BooleanField(
+        "enabled", default=True, help_text="A disabled webhook refuses every delivery (logged)."
+    )
+    secret_encrypted = crypto.EncryptedTextField(editable=False)
+    previous_secret_encrypted = crypto.EncryptedTextField(blank=True, editable=False)
+    previous_secret_expires_at = models.DateTimeField(
+        "previous secret valid until", null=True, blank=True, editable=False
+    )
+    rotated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_delivery_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+    )
+
+    class Meta:
+        ordering = ["name"]  # not by agent: a join the lookup context (no tenant) cannot see
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "name"], name="webhooks_webhook_name_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def path(self) -> str:
+        return f"/api/v1/webhooks/{self.pk}/"
+
+    @property
+    def url(self) -> str:
+        return settings.AGENTDESK_BASE_URL.rstrip("/") + self.path
+
+    def set_secret(self, secret: str) -> None:
+        """Encrypt ``secret`` into the instance; the caller saves."""
+        self.secret_encrypted = crypto.encrypt(secret)
+
+    def get_secret(self) -> str:
+        """The plaintext secret. Only signature checks (and the shown-once answer) need it."""
+        return crypto.decrypt(self.secret_encrypted)
+
+    def previous_secret_valid(self) -> bool:
+        return bool(
+            self.previous_secret_encrypted
+            and self.previous_secret_expires_at is not None
+            and self.previous_secret_expires_at > timezone.now()
+        )
+
+    def valid_secrets(self) -> list[str]:
+        """The secrets a delivery may be signed with now: the current one, and the previous one
+        during a rotation's grace period."""
+        found = [self.get_secret()]
+        if self.previous_secret_valid():
+            found.append(crypto.decrypt(self.previous_secret_encrypted))
+        return found
+
+
+class WebhookDelivery(AgencyOwnedModel):
+    """A delivery id a sender used on a webhook, once: the idempotency key of the delivery.
+
+    The unique constraint is what makes a replay (or the same delivery sent twice at once) start
+    nothing: the second insert waits for the first transaction and then fails.
+    """
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    delivery_id = models.CharField(max_length=200)
+    execution = models.ForeignKey(
+        Execution, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["webhook", "delivery_id"], name="webhooks_delivery_id_uniq"
+            ),
+        ]
+        indexes = [
+            # The retention purge (by agency, then age).
+            models.Index(fields=["agency", "created_at"], name="webhooks_delivery_age_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.delivery_id
