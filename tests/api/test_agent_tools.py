@@ -71,6 +71,7 @@ def test_staff_change_the_patterns_and_limits_as_a_new_version(tenant_a, as_role
         ({"denied_tools": ["CRM_*"]}, "denied_tools"),
         ({"allowed_tools": "crm_*"}, "allowed_tools"),
         ({"max_tool_calls_per_step": 0}, "max_tool_calls_per_step"),
+        ({"max_tool_calls_per_step": 2_763_378_472}, "max_tool_calls_per_step"),
         ({"max_corrections": 101}, "max_corrections"),
         ({"allowed_tools": ["email_*"], "system_prompt": "x"}, "system_prompt"),
     ],

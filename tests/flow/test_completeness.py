@@ -81,7 +81,9 @@ def test_a_run_that_skipped_a_required_step_is_named_in_its_analysis(
     execution = _run(agent)
     assert execution.status == ExecutionStatus.COMPLETED
 
-    assert analyse_finished_runs() == 1
+    # The sweep analyses it, unless the worker's after-run quality scoring (memory.learning)
+    # already did: either way there is exactly one analysis, and a second sweep makes none.
+    assert analyse_finished_runs() in (0, 1)
     assert analyse_finished_runs() == 0  # once per run
 
     analysis = _analysis(execution)
@@ -112,7 +114,7 @@ def test_a_run_that_did_every_step_is_complete_and_shows_on_the_run_and_agent_pa
         key=agent.llm_model,
     )
     execution = _run(agent)
-    assert analyse_finished_runs() == 1
+    assert analyse_finished_runs() in (0, 1)  # 0: the after-run quality scoring did it
 
     analysis = _analysis(execution)
     assert analysis.workflow_id == mine.pk

@@ -66,7 +66,10 @@ def _patterns() -> serializers.ListField:
 class AgentToolConfigWriteSerializer(StrictSerializer):
     allowed_tools = _patterns()
     denied_tools = _patterns()
-    max_tool_calls_per_step = serializers.IntegerField(required=False, min_value=1)
+    # The column's range (an integer): larger is a 400, not a database error.
+    max_tool_calls_per_step = serializers.IntegerField(
+        required=False, min_value=1, max_value=2_147_483_647
+    )
     max_corrections = serializers.IntegerField(
         required=False,
         min_value=0,

@@ -298,7 +298,7 @@ def test_when_redis_cannot_say_whether_anyone_watches_the_run_goes_on_unstreamed
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     settings.AGENTDESK_TOKEN_WATCH_SECONDS = 60  # the background thread asks once
-    agent = make_agent("openai", allowed_tools=["crm_search_contacts"])
+    agent = make_agent("openai", allowed_tools=["crm_search_contacts"], loop_threshold=0)
     search = tool_call_reply("crm_search_contacts", {"query": "ada"})
     fake_llm_server.set_responder(
         by_turn(search, search, search, search, then=text_reply(ANSWER)), key=agent.llm_model
