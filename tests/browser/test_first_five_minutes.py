@@ -114,6 +114,14 @@ def test_a_newcomer_runs_the_sdr_agent_and_watches_it_live(
     page.set_viewport_size(PHONE)
     page.goto(f"{asgi_server.url}/admin/agents/execution/{execution_id}/change/")
     expect(live.locator('[data-field="status"]')).to_have_text("Completed")
-    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"] + 1
+    wide = page.evaluate(
+        """limit => [...document.querySelectorAll("body *")]
+            .filter(e => e.getBoundingClientRect().right > limit)
+            .slice(0, 8)
+            .map(e => `${e.tagName}.${e.className} ${e.getBoundingClientRect().right}`)""",
+        PHONE["width"] + 1,
+    )
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"] + 1, wide
     screenshot(page, "demo-run-phone", full_page=False)
     context.close()

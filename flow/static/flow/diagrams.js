@@ -33,7 +33,10 @@
       n += 1;
       try {
         const text = JSON.parse(source.textContent);
-        const { svg } = await mermaid.render("flow-diagram-svg-" + n, text);
+        // Drawn inside its own scrolling box: without a container Mermaid draws at natural
+        // width in a temporary element appended to <body>, and a phone's page scrolled
+        // sideways until it was done.
+        const { svg } = await mermaid.render("flow-diagram-svg-" + n, text, box);
         box.innerHTML = svg;
         box.dataset.rendered = "true";
       } catch (error) {
