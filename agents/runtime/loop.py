@@ -446,22 +446,12 @@ class _Run:
         except _CancelledBeforeRequest:
             self._release_budget(reservation)
             return self._end_cancelled()
-        except LLMDeadlineExceeded as exc:
-            self.meter.model_failed(exc.code)
-            self._release_budget(reservation)
-            return self._end_unless_cancelled(
-                ExecutionStatus.TIMED_OUT,
-                StopReason.TIMEOUT,
-                error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) "
-                f"while summarising the run's history: {exc}",
-            )
         except LLMError as exc:
-            self.meter.model_failed(exc.code)
-            self._release_budget(reservation)
-            return self._end_unless_cancelled(
-                ExecutionStatus.FAILED,
-                StopReason.ERROR,
-                error=f"Summarising the run's history failed: {exc}",
+            return self._end_after_model_error(
+                exc,
+                reservation,
+                when="while summarising the run's history",
+                failure=f"Summarising the run's history failed: {exc}",
             )
         cost = price.cost(completion.usage)
         summary = completion.text.strip()[: window.summary_tokens * CHARS_PER_TOKEN]
@@ -536,23 +526,32 @@ class _Run:
         except _CancelledBeforeRequest:
             self._release_budget(reservation)
             return self._end_cancelled()
-        except LLMDeadlineExceeded as exc:
-            self.meter.model_failed(exc.code)
-            self._release_budget(reservation)
-            return self._end_unless_cancelled(
-                ExecutionStatus.TIMED_OUT,
-                StopReason.TIMEOUT,
-                error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) "
-                f"during a model call: {exc}",
-            )
         except LLMError as exc:
-            self.meter.model_failed(exc.code)
-            self._release_budget(reservation)
-            return self._end_unless_cancelled(
-                ExecutionStatus.FAILED, StopReason.ERROR, error=str(exc)
+            return self._end_after_model_error(
+                exc, reservation, when="during a model call", failure=str(exc)
             )
         self._settle()  # (the hook ran before the request went out: nothing is left)
         return completion, started
+
+    def _end_after_model_error(
+        self,
+        exc: LLMError,
+        reservation: tuple[uuid.UUID, Decimal] | bool,
+        *,
+        when: str,
+        failure: str,
+    ) -> str:
+        """End the run after a model call failed (the step's or a summary's): counted, its
+        budget reservation released; the run's deadline reached is a timeout, else a failure."""
+        self.meter.model_failed(exc.code)
+        self._release_budget(reservation)
+        if isinstance(exc, LLMDeadlineExceeded):
+            return self._end_unless_cancelled(
+                ExecutionStatus.TIMED_OUT,
+                StopReason.TIMEOUT,
+                error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}) {when}: {exc}",
+            )
+        return self._end_unless_cancelled(ExecutionStatus.FAILED, StopReason.ERROR, error=failure)
 
     def _before_request(self) -> None:
         """Run by the provider once the model request is built, before it goes out: the last
