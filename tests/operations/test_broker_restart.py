@@ -111,6 +111,12 @@ def _reload(runs: list[Execution]) -> list[Execution]:
     return [found[run.pk] for run in runs]
 
 
+def _why_it_exited(log: str) -> str:
+    """The worker's first critical error (the cause) and the end of its log (its shutdown)."""
+    first = log.find("CRITICAL")
+    return (log[first : first + 4000] if first >= 0 else "") + "\n...\n" + log[-2000:]
+
+
 def _finish(runs: list[Execution], timeout: float = 120) -> list[Execution]:
     """Call the reaper as beat would until every run has ended."""
     deadline = time.monotonic() + timeout
@@ -149,7 +155,7 @@ def test_runs_survive_a_redis_restart_and_the_worker_goes_on_after_it(
     finally:
         worker.stop()
 
-    assert alive, worker.output()[-3000:]
+    assert alive, _why_it_exited(worker.output())
     assert "Connection to broker lost" in worker.output()  # it did see Redis go
     runs = finished + finished_after
     assert [run.status for run in runs] == [ExecutionStatus.COMPLETED] * len(runs), [
@@ -180,3 +186,45 @@ def test_a_worker_never_gives_up_on_its_broker_nor_cancels_its_runs_when_it_goes
     assert app.conf.broker_connection_max_retries is None  # forever
     assert app.conf.worker_cancel_long_running_tasks_on_connection_loss is False
     assert app.conf.worker_consumer == f"{BrokerConsumer.__module__}:{BrokerConsumer.__name__}"
+
+
+def test_an_acknowledgement_whose_connection_is_gone_is_dropped_not_fatal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A task that ends while Redis is down queues its acknowledgement on the event loop; the
+    consumer closes that connection before the loop runs it. kombu then raises AttributeError,
+    which Celery took for an unrecoverable error (the worker exited on CI). The consumer drops
+    such an acknowledgement; any other failure of an acknowledgement still raises."""
+    from kombu import Connection
+    from kombu.asynchronous import Hub
+    from kombu.message import Message
+
+    from config.celery_consumer import BrokerConsumer
+
+    connection = Connection(settings.CELERY_BROKER_URL)
+    message = Message(body=b"{}", channel=connection.channel(), delivery_tag="t1")
+    connection.close()
+    with pytest.raises(AttributeError):  # what kombu does on its own
+        message.ack_log_error(logger, connection.connection_errors)
+
+    consumer = BrokerConsumer.__new__(BrokerConsumer)  # only its event loop is needed here
+    consumer.hub = Hub()
+    try:
+        consumer.call_soon_ack(message.ack_log_error, logger, connection.connection_errors)
+        with caplog.at_level(logging.WARNING, logger="config.celery_consumer"):
+            (queued,) = consumer.hub._pop_ready()
+            queued()  # raised AttributeError before
+        assert "acknowledgement of message t1 dropped" in caplog.text
+
+        live = Connection(settings.CELERY_BROKER_URL)
+        try:
+            acked = Message(body=b"{}", channel=live.channel(), delivery_tag="t2")
+            acked.ack()
+            consumer.call_soon_ack(acked.ack_log_error, logger, live.connection_errors)
+            (queued,) = consumer.hub._pop_ready()
+            with pytest.raises(acked.MessageStateError):  # a live channel's failure still raises
+                queued()
+        finally:
+            live.close()
+    finally:
+        consumer.hub.close()
