@@ -292,6 +292,11 @@ class TenantTask(Task):
     re-fetches its objects inside the context, so an id from another agency is simply not found.
     """
 
+    # Celery checks the arguments of apply_async against the task function's signature, which
+    # has no ``agency_id`` (``__call__`` takes it): beat's every tick of a cron agent was refused
+    # with TypeError before it was sent. ``__call__`` checks the one argument it adds.
+    typing = False
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         agency_id = kwargs.pop("agency_id", None)
         if not agency_id:

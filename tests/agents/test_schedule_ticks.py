@@ -6,17 +6,21 @@ message to be delivered again with the same task id; that delivery must not star
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 import pytest
 from django.db import connection, transaction
 
 from agents.models import Agent, Execution, SkipReason, TriggerLog, TriggerOutcome
+from agents.schedules import agent_schedule_sync
 from agents.tasks import run_scheduled
 from core import tenancy
 from tests.agents.factories import AgentFactory
+from tests.processes import Worker
 
 
 def _tick(agent: Agent, task_id: str) -> str | None:
@@ -119,3 +123,32 @@ def _wait_until_blocked_on_a_lock() -> None:
                 return
         time.sleep(0.05)
     pytest.fail("the second delivery never waited on the first one's uncommitted tick")
+
+
+@pytest.mark.slow
+def test_beat_sends_an_agents_tick_and_a_worker_starts_its_run(
+    make_agent: Callable[..., Agent], celery_worker: Worker
+) -> None:
+    """The tick is sent as beat sends it (celery.beat.Scheduler.apply_async: the registered
+    task's apply_async with the database entry's args and kwargs) to a real worker. Celery's
+    argument check refused every tick before it was sent until TenantTask turned it off."""
+    from agents.models import Execution, TriggerType
+    from agents.tasks import run_scheduled
+
+    agent = make_agent(trigger_schedule="*/15 * * * *")
+    with tenancy.agency_context(agent.agency_id):
+        entry = agent_schedule_sync(agent)
+    assert entry is not None
+
+    result = run_scheduled.apply_async(json.loads(entry.args), json.loads(entry.kwargs))
+
+    assert result is not None
+    deadline = time.monotonic() + 60
+    while True:
+        with tenancy.agency_context(agent.agency_id):
+            runs = list(Execution.objects.filter(agent=agent))
+        if runs:
+            break
+        assert time.monotonic() < deadline, "the tick started no run"
+        time.sleep(0.2)
+    assert [run.trigger_type for run in runs] == [TriggerType.SCHEDULE]
