@@ -127,7 +127,9 @@ def assess_risk(
             return RiskDecision(True, level, reason, rule_id)
     if rule and (rule.requires_approval or rule.risk_level in HIGH_RISK):
         return RiskDecision(True, level, f"Risk rule {rule.name!r}: {level}", rule_id)
-    return RiskDecision(False, level, "", rule_id)
+    # A matching rule that lets the call run says so (flow records it as a decision point).
+    passed = f"Risk rule {rule.name!r}: {level}, no approval needed" if rule else ""
+    return RiskDecision(False, level, passed, rule_id)
 
 
 def _rank(level: str) -> int:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import Agent, ExecutionStatus, StopReason, TransitionType
+from agents.models import Agent, DecisionPoint, ExecutionStatus, StopReason, TransitionType
 from agents.runtime import store
 from agents.services import enqueue_execution
 from approvals import notify
@@ -23,6 +24,7 @@ from approvals.waiting import end_waiting_run, lock_with_run
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
+from flow import decisions
 from ops import metrics
 from tools.models import ToolCall, ToolCallStatus
 from tools.validation import validate_arguments
@@ -74,7 +76,8 @@ def approval_decide(
     Approved: the run becomes pending and a worker runs the call exactly once, after checking
     again that it may (tools.executor). Denied (a reason is required): the run is cancelled
     (seed 004: "Action denied by user"), or, with ``continue_run`` where the agent allows it,
-    resumed with the refusal as the call's result. A second decision is refused with 409, so a
+    resumed with the refusal as the call's result (a cancelled run gets the person's decision
+    point here; a resumed one records it itself). A second decision is refused with 409, so a
     double click or two approvers cannot run the tool twice; an invalid edit decides nothing.
     Precondition: in the approval's agency context.
     """
@@ -129,6 +132,22 @@ def approval_decide(
                 error_code="approval_denied",
                 updated_at=timezone.now(),
             )
+            if settings.AGENTDESK_FLOW_DECISION_POINTS:
+                # The person's decision point: no resumed run records it (flow/runtime.py does
+                # when the run goes on).
+                DecisionPoint.objects.create(
+                    agency_id=locked.agency_id,
+                    execution_id=execution.id,
+                    decided_at=locked.decided_at,
+                    **decisions.approval_decided(
+                        tool_name=locked.action_type,
+                        approval_id=locked.id,
+                        status=locked.status,
+                        reason=reason,
+                        edited=edited_arguments is not None,
+                        decided_by=user_id,
+                    ),
+                )
             store.finish_execution(
                 execution,
                 status=ExecutionStatus.CANCELLED,

@@ -18,7 +18,10 @@ With ``--metrics both`` (issue 16: "the step overhead benchmark re-run with metr
 medians of each setting and on/off ratios. ``--metrics on|off`` runs one setting as above.
 ``--metrics cost`` times, in this process, the recording calls one ReAct iteration makes (a
 think and an act step, with tracing off as by default) and those of a run's start and end, with
-metrics on and off.
+metrics on and off. ``--decision-points both`` (issue 19: decision points move the step
+overhead by at most 5 %) alternates workers with flow's decision points off and on
+(``AGENTDESK_FLOW_DECISION_POINTS``) in the same way, with each run's WAL bytes per step and
+the machine's load average.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -120,26 +124,37 @@ def _cpu_seconds(pid: int | None) -> float:
     return float(times.user + times.system)
 
 
-def _one_setting(server: FakeProviderServer, iterations: int, metrics: str) -> dict[str, Any]:
-    """A fresh worker with metrics ``on`` or ``off``: warm-up, then one measured run."""
+# The settings ``--metrics both`` and ``--decision-points both`` switch, and their variables.
+SWITCHES = {"metrics": "AGENTDESK_METRICS", "decision_points": "AGENTDESK_FLOW_DECISION_POINTS"}
+
+
+def _one_setting(
+    server: FakeProviderServer, iterations: int, switch: str, setting: str
+) -> dict[str, Any]:
+    """A fresh worker with ``switch`` (metrics, decision points) ``on`` or ``off``: warm-up,
+    then one measured run."""
     with tempfile.TemporaryDirectory(prefix="bench-metrics-") as directory:
         worker = common.worker(
             concurrency=4,
-            AGENTDESK_METRICS="true" if metrics == "on" else "false",
+            **{SWITCHES[switch]: "true" if setting == "on" else "false"},
             PROMETHEUS_MULTIPROC_DIR=directory,
         ).start()
         try:
             run_once(server, 3)  # warm-up: imports, connections, caches
+            load = os.getloadavg()[0]
             result = run_once(server, iterations, worker_pid=worker.process.pid)
         finally:
             worker.stop()
     p50 = common.percentile(result["overhead_ms"], 50)
     p99 = common.percentile(result["overhead_ms"], 99)
     return {
-        "metrics": metrics,
+        switch: setting,
         "overhead_p50_ms": round(p50, 3),
         "overhead_p99_ms": round(p99, 3),
         "worker_cpu_ms_per_step": round(result["worker_cpu_ms_per_step"], 3),
+        "wal_bytes_per_step": round(result["wal_bytes"] / result["steps"]),
+        # The machine is shared: how busy it was (1-minute load average, start and end).
+        "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
     }
 
 
@@ -203,8 +218,9 @@ def _best_of(work: Callable[[], None], rounds: int, repeat: int = 5) -> float:
     return best
 
 
-def compare_metrics(iterations: int, repeat: int) -> None:
-    """Metrics off and on, alternated ``repeat`` times (off first), each on a fresh worker."""
+def compare(iterations: int, repeat: int, switch: str) -> None:
+    """``switch`` (metrics, decision points) off and on, alternated ``repeat`` times (off
+    first), each on a fresh worker."""
     common.create_database()
     facts = common.machine_facts()
     runs: list[dict[str, Any]] = []
@@ -212,22 +228,124 @@ def compare_metrics(iterations: int, repeat: int) -> None:
         with FakeProviderServer() as server:
             for _ in range(repeat):
                 for setting in ("off", "on"):
-                    runs.append(_one_setting(server, iterations, setting))
+                    runs.append(_one_setting(server, iterations, switch, setting))
                     print(json.dumps(runs[-1]))
     finally:
         common.drop_database()
     summary: dict[str, Any] = {"machine": facts.as_dict(), "iterations": iterations, "runs": runs}
     for key in ("overhead_p50_ms", "overhead_p99_ms", "worker_cpu_ms_per_step"):
         medians = {
-            setting: statistics.median(r[key] for r in runs if r["metrics"] == setting)
+            setting: statistics.median(r[key] for r in runs if r[switch] == setting)
             for setting in ("off", "on")
         }
+        pairs = [on[key] / off[key] for off, on in itertools.batched(runs, 2) if off[key]]
         summary[key] = {
             **{k: round(v, 3) for k, v in medians.items()},
             "on_over_off": round(medians["on"] / medians["off"], 3),
+            # Each pair ran back to back: the least disturbed by what else the machine did.
+            "median_of_pairs_on_over_off": round(statistics.median(pairs), 3),
         }
     print(facts.describe())
     print(json.dumps(summary, indent=2))
+
+
+def alternate_replies(iterations: int, repeat: int) -> None:
+    """Decision points recorded on every other model reply of the same run, ``repeat`` runs of
+    ``iterations`` on one thread of this process (as bench.cpu_split: no worker, the model in a
+    process of its own): the step overhead (as above) of the iterations whose reply recorded
+    them against the others'. Whatever else the machine does hits both halves alike, which
+    alternating whole runs (``--decision-points both``) cannot promise on a busy machine."""
+    from django.conf import settings  # noqa: PLC0415
+
+    from agents.runtime.loop import run_execution  # noqa: PLC0415
+    from flow.runtime import RunFlow  # noqa: PLC0415
+
+    settings.AGENTDESK_FLOW_DECISION_POINTS = True
+    recorded: set[uuid.UUID] = set()  # the think steps whose reply recorded decision points
+    replies = {"count": 0}
+    replied = RunFlow.replied
+
+    def every_other(flow: RunFlow, tx: Any, completion: Any, *, step_id: uuid.UUID) -> None:
+        replies["count"] += 1
+        flow.record = replies["count"] % 2 == 0
+        if flow.record:
+            recorded.add(step_id)
+        replied(flow, tx, completion, step_id=step_id)
+
+    RunFlow.replied = every_other  # type: ignore[assignment,method-assign]
+    common.create_database()
+    facts = common.machine_facts()
+    runs: list[dict[str, Any]] = []
+    try:
+        with common.FakeServerProcess(common.iterations_script) as server:
+            warm_up = common.pending_execution(common.looping_agent(server, 3))
+            run_execution(warm_up.id, agency_id=warm_up.agency_id)
+            for n in range(repeat):
+                replies["count"] = n % 2  # which half goes first alternates
+                recorded.clear()
+                execution = common.pending_execution(common.looping_agent(server, iterations))
+                load = os.getloadavg()[0]
+                assert run_execution(execution.id, agency_id=execution.agency_id) == "completed"
+                runs.append(_by_half(execution, recorded, [load, os.getloadavg()[0]]))
+                print(json.dumps(runs[-1]))
+    finally:
+        RunFlow.replied = replied  # type: ignore[method-assign]
+        common.drop_database()
+    summary: dict[str, Any] = {"machine": facts.as_dict(), "iterations": iterations, "runs": runs}
+    for key in ("overhead_p50_ms", "iteration_overhead_p50_ms"):
+        off = statistics.median(r[key]["off"] for r in runs)
+        on = statistics.median(r[key]["on"] for r in runs)
+        summary[key] = {
+            "off": round(off, 3),
+            "on": round(on, 3),
+            "on_over_off": round(on / off, 3),
+            "median_of_runs_on_over_off": round(
+                statistics.median(r[key]["on"] / r[key]["off"] for r in runs), 3
+            ),
+        }
+    print(facts.describe())
+    print(json.dumps(summary, indent=2))
+
+
+def _by_half(execution: Execution, recorded: set[uuid.UUID], load: list[float]) -> dict[str, Any]:
+    """A run's step overheads by whether the iteration's reply recorded decision points: the
+    p50 of its steps (think and act) and of its iterations (the two together; a reply's write
+    counts in the next step's overhead, as a step's completion time is taken before it)."""
+    with tenancy.agency_context(execution.agency_id):
+        steps = list(
+            execution.steps.order_by("step_number").values(
+                "id", "step_type", "completed_at", "llm_response"
+            )
+        )
+        tool_ms = {
+            step_id: common.elapsed_ms(started, completed)
+            for step_id, started, completed in ToolCall.objects.filter(
+                execution_id=execution.id
+            ).values_list("step_id", "started_at", "completed_at")
+        }
+    steps_of: dict[str, list[float]] = {"off": [], "on": []}
+    iterations_of: dict[str, list[float]] = {"off": [], "on": []}
+    half = None
+    for previous, step in itertools.pairwise(steps[:-1]):  # (not the final answer)
+        elapsed = step["completed_at"] - previous["completed_at"]  # type: ignore[operator]
+        gap = float(elapsed.total_seconds() * 1000)
+        if step["step_type"] == StepType.THINK:
+            half = "on" if step["id"] in recorded else "off"
+            gap -= float(step["llm_response"]["latency_ms"])  # type: ignore[index]
+            iterations_of[half].append(gap)
+        else:
+            gap -= float(tool_ms.get(step["id"]) or 0)
+            if half is not None:
+                iterations_of[half][-1] += gap
+        if half is not None:
+            steps_of[half].append(gap)
+    return {
+        "overhead_p50_ms": {k: round(statistics.median(v), 3) for k, v in steps_of.items()},
+        "iteration_overhead_p50_ms": {
+            k: round(statistics.median(v), 3) for k, v in iterations_of.items()
+        },
+        "load_average": [round(x, 2) for x in load],
+    }
 
 
 def _row_sizes(step_ids: list[Any]) -> list[int]:
@@ -251,10 +369,23 @@ def main() -> None:
     parser.add_argument(
         "--metrics", choices=["on", "off", "both", "cost"], default="on", help="Prometheus metrics"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="with --metrics both")
+    parser.add_argument(
+        "--decision-points",
+        choices=["both", "alternate-replies"],
+        help="flow's decision points off and on: alternated workers (both), or every other"
+        " model reply of the same runs, in process (alternate-replies)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="with --metrics/--decision-points both"
+    )
     args = parser.parse_args()
-    if args.metrics == "both":
-        compare_metrics(args.iterations, args.repeat)
+    if args.decision_points == "alternate-replies":
+        alternate_replies(args.iterations, args.repeat)
+        return
+    if args.metrics == "both" or args.decision_points == "both":
+        compare(
+            args.iterations, args.repeat, "metrics" if args.metrics == "both" else "decision_points"
+        )
         return
     if args.metrics == "cost":
         common.create_database()  # (a run's end is counted on its transaction's commit)

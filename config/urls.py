@@ -2,12 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 
 from approvals.inbox.views import admin_index
-from core.views import healthz
+from core.views import favicon, healthz
 from live.views import site_root
 
 urlpatterns = [
     path("", site_root, name="site-root"),  # "View site": the staff home (the admin index)
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("ops.urls")),  # /metrics (Prometheus)
     path("live/", include("live.urls")),
     path("approvals/", include("approvals.inbox.urls")),  # the approvers' inbox

@@ -68,6 +68,16 @@ def row(model: type[Model], values: dict[str, Any], *, using: str = "default") -
     return sql, prepared
 
 
+def prepared_row(model: type[Model], values: dict[str, Any]) -> Parts:
+    """Like :func:`row`, for values already in the form the database takes (UUIDs, aware
+    datetimes, ``Jsonb``, str, int, float, None, lists): every field given, none converted.
+    :func:`row` spends ~20 us per row in the fields' conversions; a row written with every
+    model reply (flow's decision points) is built here, by a builder that a test holds to
+    :func:`row`'s output."""
+    sql, fields, _ = _row_plan(model)
+    return sql, [values[field.attname] for field in fields]
+
+
 def execute(parts: Parts, *, using: str = "default") -> None:
     """Run an INSERT from :func:`row` or :func:`insert_parts` in the caller's transaction."""
     sql, values = parts

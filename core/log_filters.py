@@ -6,6 +6,10 @@ raw, it starts a fake log line or corrupts the terminal and the log shipper. The
 ``LOGGING`` (settings) writes each record's message with such characters escaped the way Python
 writes them (``\\n``, ``\\x00``, ``\\x1b``...), and does the same for the message of a logged
 exception; only the traceback's own line breaks stay.
+
+:class:`QuietHousekeeping` drops the INFO lines Celery writes for each of beat's fixed tasks (the
+lease reaper runs every 10 seconds: "received", "succeeded", beat's "Sending due task"); their
+failures and every other task's lines still show.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import traceback
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 
 # C0 controls but the tab, DEL, C1 controls, and the Unicode line and paragraph separators.
@@ -60,3 +65,27 @@ class EscapingFormatter(logging.Formatter):
         te = traceback.TracebackException(type(ei[1]), ei[1], ei[2])
         _escape_exception_messages(te, set())
         return "".join(te.format()).rstrip("\n")
+
+
+# Celery's per-task INFO lines: the worker's "received" / "succeeded" (the task's name in the
+# record's ``data``) and beat's "Sending due task <entry> (<task>)".
+_TASK_LINES = frozenset({"celery.worker.strategy", "celery.app.trace"})
+_BEAT = "celery.beat"
+
+
+class QuietHousekeeping(logging.Filter):
+    """Drops the INFO lines of Celery about ``tasks`` (beat's fixed entries, ``LOGGING``)."""
+
+    def __init__(self, tasks: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.tasks = frozenset(tasks)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        if record.name in _TASK_LINES:
+            data = getattr(record, "data", None)
+            return not (isinstance(data, Mapping) and data.get("name") in self.tasks)
+        if record.name == _BEAT and isinstance(record.args, tuple) and len(record.args) == 2:
+            return record.args[1] not in self.tasks
+        return True

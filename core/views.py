@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from core.health import check_celery, check_database, check_redis, run_checks
 
 HEALTH_PATH = "/healthz"
+FAVICON = "core/favicon.svg"  # a static file; admin pages link it too (UNFOLD SITE_FAVICONS)
 
 
 @never_cache
@@ -28,3 +30,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     down = [name for name, result in checks.items() if not result["ok"]]
     body = {"status": "ok" if not down else "down", "down": down, "checks": checks}
     return JsonResponse(body, status=503 if down else 200)
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """``/favicon.ico``, which browsers ask for on their own: the icon's static file."""
+    return HttpResponsePermanentRedirect(static(FAVICON))

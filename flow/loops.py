@@ -1,13 +1,24 @@
-"""Loop detection while a run goes (issue 19): the same tool called with the same arguments
-more than the agent's ``loop_threshold`` times in a run. (A failing call repeated is left to
-self-correction when the agent has it: ``max_corrections`` failures ask a person.)
+"""Loop detection while a run goes (issue 19), two ways of making no progress past the
+agent's ``loop_threshold`` in a run. (A failing call repeated is left to self-correction when the
+agent has it: ``max_corrections`` failures ask a person.)
 
-At the threshold the call's result carries a warning for the model (once), so that it can change
-course; the next identical call (past the threshold) is not run: the run ends with
-``loop_detected`` and the evidence in ``error_details`` (``loop_action`` stop), or waits for a
-person in the inbox (``ask_human``: continue, or stop). After "continue" the count for that call
-starts again from where the person let it go on. Counting is in memory, from the run's
-conversation: a run that does not loop makes no query for it.
+- The same call: the same tool with the same arguments. At the threshold the call's result
+  carries a warning for the model (once), so that it can change course; the next identical call
+  (past the threshold) is not run.
+- The same state (seed 003's "agent repeating same state"): a call's state is what the agent
+  observed, its tool and its result, whatever the arguments: a search reworded again and again
+  that always finds nothing, or a lookup that keeps answering "not found". Only such empty or
+  not-found results count (as investigations judge them, memory/learning/investigations.py):
+  the tools app does not say which tools only read, and the same informative result for
+  different arguments ({"ok": true} of a send to each contact in turn) is progress. Paging on
+  to other results is no loop either. The state is known once the call ran: the result that
+  reaches the threshold carries the warning (unless the call's own same-call warning is there),
+  and after the step of the one past it the run goes no further.
+
+Either way the run then ends with ``loop_detected`` and the evidence in ``error_details``
+(``loop_action`` stop), or waits for a person in the inbox (``ask_human``: continue, or stop).
+After "continue" the count starts again from where the person let it go on. Counting is in
+memory, from the run's conversation: a run that does not loop makes no query for it.
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Max
@@ -27,6 +38,7 @@ from core import tenancy
 from core.events import event_emit
 from core.models import ActorType
 from flow.models import LoopDetection, LoopKind, LoopOutcome
+from memory.learning.investigations import NOTE_KEY, looks_wrong
 
 if TYPE_CHECKING:
     from agents.runtime.loop import _Run
@@ -36,6 +48,11 @@ LOOP_EVENT = "ai.execution.loop_detected"
 LOOP_QUESTION_TYPE = "loop"  # Question.question_type of a loop's question (approvals.questions)
 CONTINUE = "continue"
 STOP = "stop"
+WARNING_KEY = "loop_warning"
+# What the runtime adds to a result after the tool ran: not part of what the tool returned.
+ADDED_KEYS = frozenset({WARNING_KEY, NOTE_KEY})
+# The error of a call past max_tool_calls_per_step (agents/runtime/loop.py): it did not run.
+NOT_RUN = "max_tool_calls"
 
 
 def fingerprint(name: str, arguments: dict[str, Any]) -> str:
@@ -43,11 +60,39 @@ def fingerprint(name: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def state_of(name: str, output: Mapping[str, Any]) -> str:
+    """The fingerprint of what a call observed: its tool and its result, not its arguments."""
+    return fingerprint(name, {k: v for k, v in output.items() if k not in ADDED_KEYS})
+
+
+def found_nothing(output: Mapping[str, Any]) -> bool:
+    """Whether a result is empty or says the thing looked for is not there (as investigations
+    judge it), leaving out what the runtime added to it."""
+    return looks_wrong({k: v for k, v in output.items() if k not in ADDED_KEYS}) is not None
+
+
+def _result(content: str) -> dict[str, Any]:
+    """A persisted tool result message's output (as ``tool_result_message`` wrote it)."""
+    try:
+        output = json.loads(content)
+    except ValueError:
+        return {"content": content}
+    return output if isinstance(output, dict) else {"content": output}
+
+
 def warning_text(name: str, count: int, threshold: int) -> str:
     return (
         f"Loop warning: this is call number {count} of {name} with exactly these arguments in "
         f"this run (the limit is {threshold}). Its result will not change. Do not call it again "
         "with the same arguments: use the result you have, try something else, or answer."
+    )
+
+
+def state_warning_text(name: str, count: int, threshold: int) -> str:
+    return (
+        f"Loop warning: {name} has found nothing, with this same result, {count} times in this "
+        f"run (the limit is {threshold}), whatever the arguments. Calling it again is unlikely "
+        "to change it: try something else, or answer with what you know."
     )
 
 
@@ -59,18 +104,32 @@ class LoopWatch:
         # A failing call repeated is self-correction's to handle when the agent has it (a person
         # is asked after max_corrections failures): only calls that succeeded count then.
         self.count_failures = not run.agent.max_corrections
-        self.counts: Counter[str] | None = None  # calls made, per fingerprint
+        self.loaded = False  # the counts below include the conversation so far
+        self.counts: Counter[str] = Counter()  # calls made, per fingerprint
+        self.states: Counter[str] = Counter()  # results observed, per state
         self.warn: dict[str, tuple[str, int]] = {}  # call id -> (fingerprint, count)
+        # A state seen past the threshold: (call, state, count, allowed), for ``looped``.
+        self.looping: tuple[ToolCall, str, int, int] | None = None
 
-    def _count(self, messages: Sequence[Message]) -> Counter[str]:
-        """The calls of the conversation that ran (and succeeded, unless failures count)."""
-        failed = {m.tool_call_id: m.is_error for m in messages if m.role == "tool"}
-        counts: Counter[str] = Counter()
+    def _load(self, messages: Sequence[Message]) -> None:
+        """Count the calls of the conversation that ran (and succeeded, unless failures count)
+        and what they observed: once per delivery (a resumed run has a conversation)."""
+        if self.loaded:
+            return
+        self.loaded = True
+        results = {m.tool_call_id: m for m in messages if m.role == "tool"}
         for message in messages:
             for call in message.tool_calls:
-                if call.id in failed and (self.count_failures or not failed[call.id]):
-                    counts[fingerprint(call.name, call.arguments)] += 1
-        return counts
+                result = results.get(call.id)
+                if result is None or (result.is_error and not self.count_failures):
+                    continue
+                output = _result(result.content)
+                error = output.get("error")
+                if isinstance(error, dict) and error.get("code") == NOT_RUN:
+                    continue
+                self.counts[fingerprint(call.name, call.arguments)] += 1
+                if found_nothing(output):
+                    self.states[state_of(call.name, output)] += 1
 
     def check(self, calls: Sequence[ToolCall], messages: list[Message]) -> str | None:
         """Before the reply's calls run (``messages`` ends with the reply): the run's status
@@ -78,8 +137,7 @@ class LoopWatch:
         noted for the warning)."""
         if not self.threshold or not calls:
             return None
-        if self.counts is None:  # the conversation so far (a resumed run has one)
-            self.counts = self._count(messages[:-1])
+        self._load(messages[:-1])
         in_reply: Counter[str] = Counter()
         for call in calls:
             key = fingerprint(call.name, call.arguments)
@@ -87,43 +145,106 @@ class LoopWatch:
             count = self.counts[key] + in_reply[key]
             if count < self.threshold:
                 continue
-            allowed = self._allowed_before(key) + self.threshold
+            allowed = self._allowed_before(key, LoopKind.SAME_CALL) + self.threshold
             if count > allowed:
-                return self._looped(call, key, count, allowed)
+                return self._looped(LoopKind.SAME_CALL, call, key, count, allowed)
             if count == allowed:
                 self.warn[call.id] = (key, count)
         return None
 
-    def _allowed_before(self, key: str) -> int:
-        """Calls a person already let the run go on past (answered "continue"), else 0: a
-        query only once a call reaches the threshold."""
+    def _allowed_before(self, key: str, kind: str) -> int:
+        """Repeats a person already let the run go on past (answered "continue"), else 0: a
+        query only once a call or a state reaches the threshold."""
         self.run._settle()
         with tenancy.agency_context(self.run.execution.agency_id):
-            found = LoopDetection.objects.filter(
-                execution_id=self.run.execution.id, fingerprint=key, outcome=LoopOutcome.ASKED
-            ).aggregate(most=Max("occurrences"))["most"]
+            return self._allowed(key, kind)
+
+    def _allowed(self, key: str, kind: str) -> int:
+        found = LoopDetection.objects.filter(
+            execution_id=self.run.execution.id,
+            kind=kind,
+            fingerprint=key,
+            outcome=LoopOutcome.ASKED,
+        ).aggregate(most=Max("occurrences"))["most"]
         return int(found or 0)
 
-    def warned(self, tx: StepTransaction, call: ToolCall, output: dict[str, Any]) -> dict[str, Any]:
-        """``output`` with the warning when ``call`` reached the threshold (recorded with the
-        step)."""
-        if self.counts is not None and (self.count_failures or "error" not in output):
-            self.counts[fingerprint(call.name, call.arguments)] += 1
+    def warned(
+        self,
+        tx: StepTransaction,
+        call: ToolCall,
+        output: dict[str, Any],
+        messages: Sequence[Message],
+    ) -> dict[str, Any]:
+        """``output`` with the warning when ``call`` reached the threshold, or its state did
+        (recorded with the step); a state past it is kept for ``looped``. ``messages``: the
+        conversation before this result."""
+        if not self.threshold:
+            return output
+        self._load(messages)
+        if self.count_failures or "error" not in output:
+            key = fingerprint(call.name, call.arguments)
+            self.counts[key] += 1
+            # Only a result that found nothing is a state that can loop: different arguments
+            # with the same informative result ({"ok": true} of a send to each contact in turn)
+            # are progress, and the tools app does not say which tools only read.
+            if found_nothing(output):
+                state = state_of(call.name, output)
+                self.states[state] += 1
+                # From its threshold on, a call repeated as is is the same-call check's (it
+                # warned, or a person let it go on): one loop, one warning and one question.
+                if self.counts[key] < self.threshold:
+                    output = self._same_state(tx, call, state, output)
         if call.id not in self.warn:
             return output
         key, count = self.warn.pop(call.id)
-        tx.defer_insert(self._detection(call, key, count, LoopOutcome.WARNED))
-        return {**output, "loop_warning": warning_text(call.name, count, self.threshold)}
+        tx.defer_insert(
+            self._detection(LoopKind.SAME_CALL, call, key, count, outcome=LoopOutcome.WARNED)
+        )
+        return {**output, WARNING_KEY: warning_text(call.name, count, self.threshold)}
+
+    def _same_state(
+        self, tx: StepTransaction, call: ToolCall, state: str, output: dict[str, Any]
+    ) -> dict[str, Any]:
+        count = self.states[state]
+        if count < self.threshold:
+            return output
+        # (inside the step's transaction, in the run's agency, as the executor's own reads)
+        allowed = self._allowed(state, LoopKind.SAME_STATE) + self.threshold
+        if count > allowed:
+            self.looping = (call, state, count, allowed)
+        elif count == allowed:
+            detection = self._detection(
+                LoopKind.SAME_STATE, call, state, count, outcome=LoopOutcome.WARNED
+            )
+            tx.defer_insert(detection)
+            return {**output, WARNING_KEY: state_warning_text(call.name, count, self.threshold)}
+        return output
+
+    def looped(self) -> str | None:
+        """Once the step of a call whose state went past the threshold is written: the run's
+        status (it ended, or waits for a person), else None."""
+        if self.looping is None:
+            return None
+        call, state, count, allowed = self.looping
+        self.looping = None
+        return self._looped(LoopKind.SAME_STATE, call, state, count, allowed)
 
     def _detection(
-        self, call: ToolCall, key: str, count: int, outcome: str, question: Any = None
+        self,
+        kind: LoopKind,
+        call: ToolCall,
+        key: str,
+        count: int,
+        *,
+        outcome: str,
+        question: Any = None,
     ) -> LoopDetection:
         execution = self.run.execution
         return LoopDetection(
             agency_id=execution.agency_id,
             execution_id=execution.id,
             agent_id=execution.agent_id,
-            kind=LoopKind.SAME_CALL,
+            kind=kind,
             outcome=outcome,
             fingerprint=key,
             repeated=[{"tool": call.name, "arguments": call.arguments}],
@@ -132,23 +253,26 @@ class LoopWatch:
             question=question,
         )
 
-    def _looped(self, call: ToolCall, key: str, count: int, allowed: int) -> str:
+    def _looped(self, kind: LoopKind, call: ToolCall, key: str, count: int, allowed: int) -> str:
         run = self.run
         if run._cancel_requested():
             return run._end_cancelled()
         evidence = {
-            "kind": LoopKind.SAME_CALL.value,
+            "kind": kind.value,
             "tool": call.name,
-            "arguments": call.arguments,
+            "arguments": call.arguments,  # a same state's: the last call's
             "occurrences": count,
             "threshold": self.threshold,
             "allowed": allowed,
             "action": self.action,
         }
-        message = (
-            f"Loop detected: {call.name} was called {count} times with the same arguments "
-            f"(loop threshold {self.threshold}), after a warning."
-        )
+        if kind == LoopKind.SAME_CALL:
+            what = f"{call.name} was called {count} times with the same arguments"
+            repeated, go_on = f"{call.name} repeated {count} times", "the call runs"
+        else:
+            what = f"{call.name} returned the same result {count} times, whatever the arguments"
+            repeated, go_on = f"{call.name} returned the same result {count} times", "it goes on"
+        message = f"Loop detected: {what} (loop threshold {self.threshold}), after a warning."
         execution = run.execution
         if self.action == LoopAction.ASK_HUMAN:
             from approvals import questions  # noqa: PLC0415 - approvals imports the runtime
@@ -161,22 +285,26 @@ class LoopWatch:
                     site_id=execution.site_id,
                     agent_id=execution.agent_id,
                     kind=QuestionKind.CORRECTION,
-                    question=f"{message} Let it go on (the call runs), or stop the run?",
+                    question=f"{message} Let it go on ({go_on}), or stop the run?",
                     options=[CONTINUE, STOP],
                     question_type=LOOP_QUESTION_TYPE,
-                    triggered_by=f"{call.name} repeated {count} times",
+                    triggered_by=repeated,
                     context={"loop": evidence},
                 )
-                tx.defer_insert(self._detection(call, key, count, LoopOutcome.ASKED, question))
+                tx.defer_insert(
+                    self._detection(
+                        kind, call, key, count, outcome=LoopOutcome.ASKED, question=question
+                    )
+                )
                 _emit(execution, {**evidence, "outcome": LoopOutcome.ASKED.value})
                 tx.park(
                     ExecutionStatus.WAITING_INPUT,
-                    reason=f"{call.name} repeated {count} times: asking a person",
+                    reason=f"{repeated}: asking a person",
                     input_request=questions.input_request_for(question),
                 )
             return run._parked(ExecutionStatus.WAITING_INPUT)
         with store.step_transaction(execution, run.worker) as tx:
-            tx.defer_insert(self._detection(call, key, count, LoopOutcome.STOPPED))
+            tx.defer_insert(self._detection(kind, call, key, count, outcome=LoopOutcome.STOPPED))
             _emit(execution, {**evidence, "outcome": LoopOutcome.STOPPED.value})
             tx.finish(
                 ExecutionStatus.FAILED,
@@ -211,12 +339,12 @@ def question_stopped(question: Any, who: str) -> tuple[str, str, str] | None:
     if question.question_type != LOOP_QUESTION_TYPE:
         return None
     loop = (question.context or {}).get("loop") or {}
-    return (
-        ExecutionStatus.FAILED,
-        StopReason.LOOP_DETECTED,
-        f"Stopped{who} after a loop: {loop.get('tool')} called {loop.get('occurrences')} times "
-        "with the same arguments.",
-    )
+    tool, times = loop.get("tool"), loop.get("occurrences")
+    if loop.get("kind") == LoopKind.SAME_STATE:
+        what = f"{tool} returned the same result {times} times"
+    else:
+        what = f"{tool} called {times} times with the same arguments"
+    return ExecutionStatus.FAILED, StopReason.LOOP_DETECTED, f"Stopped{who} after a loop: {what}."
 
 
 def question_resumed(question: Any) -> str | None:
@@ -225,6 +353,12 @@ def question_resumed(question: Any) -> str | None:
     if question.question_type != LOOP_QUESTION_TYPE:
         return None
     loop = (question.context or {}).get("loop") or {}
+    if loop.get("kind") == LoopKind.SAME_STATE:
+        return (
+            f"A person reviewed the repeated results of {loop.get('tool')} and answered: "
+            f"{question.user_response}. The same result again means no progress: change course "
+            "or answer."
+        )
     return (
         f"A person reviewed the repeated calls of {loop.get('tool')} and answered: "
         f"{question.user_response}. The repeated call now runs once more; do not repeat it "

@@ -200,6 +200,7 @@ class CompletenessAnalysis(AgencyOwnedModel):
 class LoopKind(models.TextChoices):
     SAME_CALL = "same_call", "Same tool call with the same arguments"
     REPEATED_SEQUENCE = "repeated_sequence", "Same sequence of calls repeated"
+    SAME_STATE = "same_state", "Same result observed again, whatever the arguments"
 
 
 class LoopOutcome(models.TextChoices):
@@ -216,7 +217,7 @@ class LoopDetection(AgencyOwnedModel):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="loops")
     kind = models.CharField(max_length=20, choices=LoopKind.choices)
     outcome = models.CharField(max_length=10, choices=LoopOutcome.choices)
-    fingerprint = models.CharField(max_length=64)  # of the call, or of the repeated sequence
+    fingerprint = models.CharField(max_length=64)  # of the call, the state or the sequence
     repeated = models.JSONField(default=list)  # [{"tool", "arguments"}] once
     occurrences = models.PositiveIntegerField()
     threshold = models.PositiveSmallIntegerField()

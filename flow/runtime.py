@@ -5,8 +5,9 @@ Decision points (seed 003 ``agent_execution_decision_points``) are recorded wher
 decides: the tool(s) the model chose among the allowed ones (with its reasoning text), a final
 answer instead of another call, what it did after a failed call (error recovery), a policy or
 risk verdict (a call refused by policy, or routed to a person for approval), and a person's
-approval decision. Each row rides along with its step's one statement (``tx.defer_row``): no
-round trip of its own (docs/decisions/0003-runtime-write-path.md).
+approval decision, and a risk rule that matched a call and let it run without one. Each row
+rides along with its step's one statement (``tx.defer_row``): no round trip of its own
+(docs/decisions/0003-runtime-write-path.md); the rows are built by flow/decisions.py.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from agents.llm import Completion, Message, ToolCall
-from agents.models import DecisionMethod, DecisionPoint, DecisionType
-from core import fastdb
-from flow import loops
+from agents.models import DecisionMethod, DecisionType
+from flow import decisions, loops
+from flow.decisions import REASONING_MAX
 from tools.models import ToolCallStatus, idempotency_key_for
 
 if TYPE_CHECKING:
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
     from agents.runtime.store import StepTransaction
     from tools.executor import ToolOutcome
 
-REASONING_MAX = 4000
+# The choices after a failed call, in this order (``chosen_option_index``).
+_RECOVERY_OPTIONS = decisions.json_once(["retry the same tool", "call another tool", "answer"])
+_MICROSECOND = datetime.timedelta(microseconds=1)
 
 
 class RunFlow:
@@ -40,6 +44,7 @@ class RunFlow:
         self.run = run
         self.record = settings.AGENTDESK_FLOW_DECISION_POINTS
         self.options = sorted(run.tools)  # what the model could choose from
+        self.options_json = decisions.json_once(self.options)  # serialized once per delivery
         self.loops = loops.LoopWatch(run)
         # Tools whose calls failed since the model last replied (error recovery decisions).
         self.failed: list[str] = []
@@ -51,70 +56,74 @@ class RunFlow:
         if not self.record:
             self.failed = []
             return
-        execution = self.run.execution
-        now = timezone.now()
+        at = timezone.now()  # a microsecond apart, in the order decided (the admin's order)
+        calls = completion.tool_calls
         reasoning = (completion.text or "")[:REASONING_MAX]
-        rows: list[dict[str, Any]] = []
-        chosen_names = [call.name for call in completion.tool_calls]
         if self.failed:
             failed = sorted(set(self.failed))
+            chosen_names = [call.name for call in calls]
             again = [name for name in chosen_names if name in failed]
             choice = (
                 "retry " + ", ".join(again)
                 if again
                 else ("another tool: " + ", ".join(chosen_names) if chosen_names else "answer")
             )
-            rows.append(
-                {
-                    "decision_type": DecisionType.ERROR_RECOVERY,
-                    "decision_question": f"{', '.join(failed)} failed: what next?",
-                    "available_options": ["retry the same tool", "call another tool", "answer"],
-                    "chosen_option": {"choice": choice, "tools": chosen_names},
-                    "chosen_option_index": 0 if again else (1 if chosen_names else 2),
-                    "reasoning": reasoning,
-                    "decision_method": DecisionMethod.LLM_BASED,
-                }
+            self._reply_row(
+                tx,
+                step_id,
+                at,
+                decision_type=DecisionType.ERROR_RECOVERY,
+                decision_question=f"{', '.join(failed)} failed: what next?",
+                available_options=_RECOVERY_OPTIONS,
+                chosen_option={"choice": choice, "tools": chosen_names},
+                chosen_option_index=0 if again else (1 if chosen_names else 2),
+                reasoning=reasoning,
             )
+            at += _MICROSECOND
             self.failed = []
-        for call in completion.tool_calls:
-            rows.append(
-                {
-                    "decision_type": DecisionType.TOOL_SELECTION,
-                    "decision_question": "Which tool should I use?",
-                    "available_options": self.options,
-                    "chosen_option": {"tool": call.name, "arguments": call.arguments},
-                    "chosen_option_index": _index(self.options, call.name),
-                    "reasoning": reasoning,
-                    "decision_method": DecisionMethod.LLM_BASED,
-                }
+        for call in calls:
+            self._reply_row(
+                tx,
+                step_id,
+                at,
+                decision_type=DecisionType.TOOL_SELECTION,
+                decision_question="Which tool should I use?",
+                available_options=self.options_json,
+                chosen_option={"tool": call.name, "arguments": call.arguments},
+                chosen_option_index=_index(self.options, call.name),
+                reasoning=reasoning,
             )
-        if not completion.tool_calls:
-            rows.append(
-                {
-                    "decision_type": DecisionType.COMPLETION,
-                    "decision_question": "Answer now, or call a tool?",
-                    "available_options": ["answer", *self.options],
-                    "chosen_option": {"answer": (completion.text or "")[:500]},
-                    "chosen_option_index": 0,
-                    "reasoning": "",
-                    "decision_method": DecisionMethod.LLM_BASED,
-                }
+            at += _MICROSECOND
+        if not calls:
+            self._reply_row(
+                tx,
+                step_id,
+                at,
+                decision_type=DecisionType.COMPLETION,
+                decision_question="Answer now, or call a tool?",
+                available_options=Jsonb(["answer", *self.options]),
+                chosen_option={"answer": (completion.text or "")[:500]},
+                chosen_option_index=0,
             )
-        for order, values in enumerate(rows):
-            tx.defer_row(
-                fastdb.row(
-                    DecisionPoint,
-                    {
-                        "id": uuid.uuid4(),
-                        "agency_id": execution.agency_id,
-                        "execution_id": execution.id,
-                        "step_id": step_id,
-                        # In the order decided (the admin lists them by decided_at).
-                        "decided_at": now + datetime.timedelta(microseconds=order),
-                        **values,
-                    },
-                )
+
+    def _reply_row(
+        self,
+        tx: StepTransaction,
+        step_id: uuid.UUID,
+        decided_at: datetime.datetime,
+        **values: Any,
+    ) -> None:
+        execution = self.run.execution
+        tx.defer_row(
+            decisions.row(
+                agency_id=execution.agency_id,
+                execution_id=execution.id,
+                step_id=step_id,
+                decided_at=decided_at,
+                decision_method=DecisionMethod.LLM_BASED,
+                **values,
             )
+        )
 
     def check_reply(self, calls: Sequence[ToolCall], messages: list[Message]) -> str | None:
         """Before the reply's calls run: the run's status if they make a loop (it ended, or
@@ -131,8 +140,9 @@ class RunFlow:
         step_id: uuid.UUID | None,
         resumed: bool,
     ) -> None:
-        """A call decided by the executor: a policy refusal or an approval routing is a risk
-        verdict; a resumed call that waited for approval records the person's decision."""
+        """A call decided by the executor: a policy refusal, an approval routing, or a risk rule
+        that matched and let the call run is a risk verdict; a resumed call that waited for
+        approval records the person's decision."""
         if not self.record:
             return
         parks = outcome.approval, outcome.question, getattr(outcome, "awaiting", None)
@@ -157,6 +167,20 @@ class RunFlow:
                 rules_applied=[approval.risk_rule_id] if approval.risk_rule_id else [],
             )
             return
+        if outcome.risk_passed is not None and not outcome.replayed:
+            risk = outcome.risk_passed  # (only when a rule matched: not for every call)
+            self._decide(
+                tx,
+                step_id,
+                decision_type=DecisionType.RISK_ASSESSMENT,
+                decision_question=f"May {call.name} run without a person's approval?",
+                available_options=["run", "ask a person"],
+                chosen_option={"choice": "run", "risk_level": risk.risk_level},
+                chosen_option_index=0,
+                reasoning=risk.reason,
+                decision_method=DecisionMethod.RULE_BASED,
+                rules_applied=[risk.rule_id] if risk.rule_id else [],
+            )
         error = outcome.output.get("error") or {}
         # (a person's denial is recorded as their decision, below)
         refused = error.get("code") != "approval_denied"
@@ -196,32 +220,37 @@ class RunFlow:
         )
         if approval is None:
             return
-        options = [ApprovalStatus.APPROVED.value, ApprovalStatus.DENIED.value]
-        status = str(approval["status"])
         self._decide(
             tx,
             step_id,
-            decision_type=DecisionType.RISK_ASSESSMENT,
-            decision_question=f"Approve {call.name}?",
-            available_options=options,
-            chosen_option={
-                "choice": status,
-                "approval_id": str(approval["id"]),
-                "edited": approval["edited_arguments"] is not None,
-                "decided_by": approval["decided_by_id"],
-            },
-            chosen_option_index=_index(options, status),
-            reasoning=str(approval["decision_reason"] or "")[:REASONING_MAX],
-            decision_method=DecisionMethod.USER_INPUT,
-            confidence_score=1.0,
+            **decisions.approval_decided(
+                tool_name=call.name,
+                approval_id=approval["id"],
+                status=str(approval["status"]),
+                reason=str(approval["decision_reason"] or ""),
+                edited=approval["edited_arguments"] is not None,
+                decided_by=approval["decided_by_id"],
+            ),
         )
 
-    def result(self, tx: StepTransaction, call: ToolCall, output: dict[str, Any]) -> dict[str, Any]:
-        """The call's result as the model will see it: with the loop warning when this call
-        reached the threshold. Notes failures for the next reply's error recovery decision."""
+    def result(
+        self,
+        tx: StepTransaction,
+        call: ToolCall,
+        output: dict[str, Any],
+        messages: Sequence[Message],
+    ) -> dict[str, Any]:
+        """The call's result as the model will see it: with the loop warning when this call,
+        or what it observed, reached the threshold (``messages``: the conversation before it).
+        Notes failures for the next reply's error recovery decision."""
         if "error" in output:
             self.failed.append(call.name)
-        return self.loops.warned(tx, call, output)
+        return self.loops.warned(tx, call, output, messages)
+
+    def looped(self) -> str | None:
+        """Right after a call's step is written: the run's status if what it observed made a
+        loop (the same state past the threshold: the run ended, or waits for a person)."""
+        return self.loops.looped()
 
     # --- end ----------------------------------------------------------------------------------
     def cancel_reason(self) -> tuple[str, str]:
@@ -231,19 +260,23 @@ class RunFlow:
 
         return cancel_reason(self.run.execution)
 
-    def _decide(self, tx: StepTransaction, step_id: uuid.UUID | None, **values: Any) -> None:
+    def _decide(
+        self,
+        tx: StepTransaction,
+        step_id: uuid.UUID | None,
+        *,
+        available_options: list[str],
+        **values: Any,
+    ) -> None:
         execution = self.run.execution
         tx.defer_row(
-            fastdb.row(
-                DecisionPoint,
-                {
-                    "id": uuid.uuid4(),
-                    "agency_id": execution.agency_id,
-                    "execution_id": execution.id,
-                    "step_id": step_id,
-                    "decided_at": timezone.now(),
-                    **values,
-                },
+            decisions.row(
+                agency_id=execution.agency_id,
+                execution_id=execution.id,
+                step_id=step_id,
+                decided_at=timezone.now(),
+                available_options=Jsonb(available_options),
+                **values,
             )
         )
 

@@ -98,12 +98,26 @@ def _recent(agency: Agency) -> dict[str, Any]:
     return {"recent": home.recent_finished(agency=agency)}
 
 
+def _charts(agency: Agency) -> dict[str, Any]:
+    return {"charts": usage_charts(home.usage_days(agency=agency))}
+
+
+def _success(agency: Agency) -> dict[str, Any]:
+    return {
+        "success_rates": home.agent_success_rates(agency=agency),
+        "success_rate_days": home.SUCCESS_RATE_DAYS,
+    }
+
+
 PANELS: dict[str, Callable[[Agency], dict[str, Any]]] = {
     "summary": _summary,
     "in_progress": _in_progress,
     "waiting": _waiting,
     "recent": _recent,
     "stuck": stuck_panel,  # flow/home.py: runs flagged as stuck (flow/templates/live/home/)
+    # A run that ends changes the day's usage and its agent's success rate: these reload too.
+    "charts": _charts,
+    "success": _success,
 }
 
 
@@ -118,8 +132,6 @@ def home_context(request: HttpRequest, agency: Agency) -> dict[str, Any]:
         context: dict[str, Any] = {}
         for build in PANELS.values():
             context.update(build(agency))
-        context["success_rates"] = home.agent_success_rates(agency=agency)
-        context["charts"] = usage_charts(home.usage_days(agency=agency))
     socket = "/ws/agency/"
     if request_membership(request) is None:
         socket = f"{socket}?agency={agency.pk}"
@@ -129,7 +141,6 @@ def home_context(request: HttpRequest, agency: Agency) -> dict[str, Any]:
         "agency": agency,
         "panel_urls": {name: _panel_url(name, agency, request) for name in PANELS},
         "live_socket_path": socket,
-        "success_rate_days": home.SUCCESS_RATE_DAYS,
     }
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 
 import pytest
+from celery import beat
+from celery.app import trace
 
 from core.api.exceptions import exception_handler
 from core.log_filters import EscapingFormatter, escape_control
@@ -95,3 +98,51 @@ def test_a_request_value_in_a_logged_exception_cannot_forge_a_line() -> None:
     # The traceback itself still reads as one.
     assert "Traceback (most recent call last):\n" in text
     assert "The above exception was the direct cause" in text
+
+
+# --- beat's housekeeping tasks ------------------------------------------------------------------
+
+
+def _through_console(emit: Callable[[], None]) -> str:
+    """What the console handler of LOGGING (its formatter and filters) writes for ``emit``."""
+    console = next(h for h in logging.getLogger().handlers if h.get_name() == "console")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(console.formatter)
+    for each in console.filters:
+        handler.addFilter(each)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        emit()
+    finally:
+        root.removeHandler(handler)
+    return stream.getvalue()
+
+
+def test_beats_housekeeping_tasks_log_no_line_per_run_but_their_failures_do() -> None:
+    reaper = "agents.reap_expired_leases"  # every 10 s (CELERY_BEAT_SCHEDULE)
+
+    def emit() -> None:
+        for name in (reaper, "agents.run_execution"):
+            context = {"id": "t-1", "name": name, "args": "()", "kwargs": "{}", "eta": None}
+            # What the worker logs as it takes a task and as the task returns.
+            logging.getLogger("celery.worker.strategy").info(
+                trace.LOG_RECEIVED, context, extra={"data": context}
+            )
+            trace.info(trace.LOG_SUCCESS, {**context, "return_value": "0", "runtime": 0.01})
+        beat.info("Scheduler: Sending due task %s (%s)", "reap-expired-leases", reaper)
+        beat.info("Scheduler: Sending due task %s (%s)", "agent-tick", "agents.run_scheduled")
+        failed = {"id": "t-2", "name": reaper, "exc": "OperationalError"}
+        trace.logger.error(
+            "Task %(name)s[%(id)s] raised unexpected: %(exc)s", failed, extra={"data": failed}
+        )
+
+    lines = _through_console(emit).splitlines()
+
+    assert [line.split(": ", 1)[1] for line in lines if reaper in line] == [
+        f"Task {reaper}[t-2] raised unexpected: OperationalError"
+    ]
+    other = [line for line in lines if "agents.run_execution" in line]
+    assert len(other) == 2  # received, succeeded
+    assert any("agents.run_scheduled" in line for line in lines)  # an agent's own schedule

@@ -73,6 +73,8 @@ class ToolOutcome:
     replayed: bool = False  # the call had already run: its recorded result was returned
     ask: HumanQuestion | None = None  # the handler asks a person (ask_user)
     awaiting: AwaitRun | None = None  # the call now waits for another run (delegate_to_agent)
+    # A risk rule matched the call and let it run without a person (flow's decision point).
+    risk_passed: RiskDecision | None = None
 
     @property
     def is_error(self) -> bool:
@@ -164,6 +166,9 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
             started = time.perf_counter()
             outcome = _run_handler(request, key, arguments)
             seconds = time.perf_counter() - started
+            # A rule that matched and let it run (an approved call's decision is the person's).
+            passed = decision.rule_id is not None and approval is None
+            outcome.risk_passed = decision if passed else None
             if outcome.ask is not None or outcome.awaiting is not None:  # the run now waits
                 return _park_waiting(request, policy, key, outcome, existing=existing)
     _record(
@@ -488,7 +493,9 @@ def _park_waiting(
 ) -> ToolOutcome:
     """The call waits: for a person's answer (ask_user) or for another run (delegate_to_agent)."""
     if outcome.ask is not None:
-        return _park_for_answer(request, policy, key, outcome.ask, existing=existing)
+        waiting = _park_for_answer(request, policy, key, outcome.ask, existing=existing)
+        waiting.risk_passed = outcome.risk_passed
+        return waiting
     return _park_for_run(request, policy, key, outcome, existing=existing)
 
 

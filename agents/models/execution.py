@@ -37,7 +37,7 @@ TERMINAL_STATUSES = frozenset(
 class StopReason(models.TextChoices):
     """Why the loop stopped (``""`` while it has not)."""
 
-    FINAL_ANSWER = "final_answer", "Answered without tool calls"
+    FINAL_ANSWER = "final_answer", "Final answer"  # the model answered; no more tool calls
     MAX_STEPS = "max_steps", "Reached max_steps_per_run"
     MAX_TOOL_CALLS = "max_tool_calls", "Reached max_tool_calls_per_step"
     TIMEOUT = "timeout", "Reached timeout_seconds"

@@ -119,10 +119,9 @@ class DecisionPoint(AgencyOwnedModel):
 
     class Meta:
         ordering = ["decided_at"]
-        indexes = [
-            models.Index(fields=["decision_type"], name="agents_decision_type_idx"),
-            models.Index(fields=["confidence_score"], name="agents_decision_confidence_idx"),
-        ]
+        # Seed 003 also indexes decision_type and confidence_score; no page or query here
+        # looks rows up by either (the admin filters within an agency), and a row is written
+        # with every model reply: only the foreign keys' indexes (migration agents 0022).
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(decision_type__in=DecisionType.values),

@@ -776,7 +776,7 @@ class _Run:
                         parked = teams.park(tx, call.name, outcome.awaiting)
                         break
                     output, park_until = outcome.output, outcome.park_until
-                    output = self.flow.result(tx, call, output)  # with a loop warning, if any
+                    output = self.flow.result(tx, call, output, messages)  # with a loop warning
                     output = investigations.tool_result(self, tx, call, output)  # memory.learning
                     failed = outcome.status == ToolCallStatus.FAILED and not outcome.replayed
                     for callback in outcome.after_commit:
@@ -811,6 +811,8 @@ class _Run:
                 return self._parked(ExecutionStatus.WAITING_INPUT)
             if failed and self._ask_for_help(call.name):
                 return self._parked(ExecutionStatus.WAITING_INPUT)
+            if (looped := self.flow.looped()) is not None:  # the same state again (flow/loops.py)
+                return looped
         if parked is not None:  # the approval gate parked the run; its transaction committed
             return self._parked(parked)
         return None

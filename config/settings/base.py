@@ -206,6 +206,13 @@ UNFOLD: dict[str, Any] = {
     "SITE_TITLE": "AgentDesk",
     "SITE_HEADER": "AgentDesk",
     "SITE_SYMBOL": "smart_toy",
+    "SITE_FAVICONS": [
+        {
+            "rel": "icon",
+            "type": "image/svg+xml",
+            "href": lambda request: static("core/favicon.svg"),  # also /favicon.ico (core.views)
+        }
+    ],
     "SITE_SUBHEADER": "core.admin_navigation.site_subheader",  # the agency and the role
     # Every admin page: live notifications (what waits for a person) and the Inbox badge.
     "SCRIPTS": [lambda request: static("live/notifications.js")],
@@ -218,13 +225,12 @@ UNFOLD: dict[str, Any] = {
 }
 
 # --- Mail (Django 6.1 mailers) -----------------------------------------------------------------
-# Development prints e-mails to the console; production names an SMTP (or other) backend and its
-# options, e.g. AGENTDESK_MAIL_OPTIONS='{"host": "smtp.example.com", "port": 587, "use_tls": true}'.
+# Development logs each e-mail as one INFO line (core.mail, nothing sent); production names an
+# SMTP (or other) backend and its options, e.g.
+# AGENTDESK_MAIL_OPTIONS='{"host": "smtp.example.com", "port": 587, "use_tls": true}'.
 MAILERS = {
     "default": {
-        "BACKEND": env.str(
-            "AGENTDESK_MAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend"
-        ),
+        "BACKEND": env.str("AGENTDESK_MAIL_BACKEND", default="core.mail.LogEmailBackend"),
         "OPTIONS": env.json("AGENTDESK_MAIL_OPTIONS", default={}),
     }
 }
@@ -622,12 +628,20 @@ LOGGING = {
             "format": "%(asctime)s %(levelname)s %(name)s%(run_context)s: %(message)s",
         }
     },
-    "filters": {"run_context": {"()": "ops.log_context.RunContextFilter"}},
+    "filters": {
+        "run_context": {"()": "ops.log_context.RunContextFilter"},
+        # Beat's fixed tasks (the lease reaper: every 10 s) log no "received" / "succeeded"
+        # lines at INFO; their failures do, and so does every other task.
+        "quiet_housekeeping": {
+            "()": "core.log_filters.QuietHousekeeping",
+            "tasks": sorted({entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()}),
+        },
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["run_context"],
+            "filters": ["run_context", "quiet_housekeeping"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},

@@ -1,5 +1,6 @@
-"""What the demo agency holds: its agents (one of each of seed 004's five agent types), a dozen
-contacts with a little history, and a risk rule. Plain data; :mod:`core.demo.seed` writes it."""
+"""What the demo agency holds: its agents (one of each of seed 004's five agent types, and a
+renewal manager the orchestrator delegates to), a dozen contacts with a little history, and a
+risk rule. Plain data; :mod:`core.demo.seed` writes it."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ MODEL_NOTE = (
 # Only the guardian is on a schedule (the brief check every quarter hour shows scheduled runs
 # soon after `up` starts); the others keep their templates' events and run when asked.
 GUARDIAN_SCHEDULE = "*/15 * * * *"
+RENEWAL_MANAGER = "renewal-manager"  # the agent the CS orchestrator delegates renewals to
 
 
 def _agent(slug: str, template: str, description: str, **overrides: Any) -> AgentSpec:
@@ -85,8 +87,32 @@ AGENTS: list[AgentSpec] = [
     _agent(
         "cs-orchestrator",
         "orchestrator",
-        "Customer-success orchestrator: finds customers no open task covers and hands a renewal "
-        "check-in over as a task.",
+        "Customer-success orchestrator: finds customers no open task covers and delegates a "
+        "renewal check-in to the renewal manager agent, waiting for its answer.",
+        # A delegated run may use only the tools its parent was offered (teams.services): the
+        # CRM tools the renewal manager works with are the orchestrator's too.
+        allowed_tools=[
+            "data_query",
+            "task_create",
+            "notify_user",
+            "trigger_workflow",
+            "delegate_to_agent",
+            "crm_search_contacts",
+            "crm_get_contact",
+            "crm_add_note",
+        ],
+        delegate_agents=[RENEWAL_MANAGER],
+    ),
+    _agent(
+        RENEWAL_MANAGER,
+        "assistant",
+        "Renewal manager: takes the renewal check-ins the CS orchestrator delegates, logs each "
+        "on the customer's record and creates a follow-up task.",
+        name="Renewal Manager",
+        system_prompt="Handle the customer renewals the CS orchestrator hands you: open the "
+        "customer's record, log the renewal check-in on it and create a follow-up task for the "
+        "account owner. Answer with what you did.",
+        allowed_tools=["crm_*", "task_create"],
     ),
     _agent(
         "security-guardian",

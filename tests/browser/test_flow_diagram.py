@@ -64,6 +64,21 @@ def test_the_run_page_draws_both_diagrams_offline_and_scrolls_them_on_a_phone(
     expect(state).to_contain_text("waiting_approval")
     assert page.locator("[data-flow-diagram] img, [data-flow-diagram] script").count() == 0
     assert page.evaluate("window.__pwned") is None
+    # On a desktop the sequence fits its box; "Full size" draws it at its natural width.
+    fitted = sequence.evaluate("b => [b.scrollWidth, b.clientWidth, b.dataset.size]")
+    assert fitted[0] <= fitted[1]
+    assert fitted[2] == "fit"
+    toggle = page.locator('[data-diagram-size="flow-diagram-sequence"]')
+    expect(toggle).to_have_text("Full size")
+    toggle.click()
+    expect(sequence).to_have_attribute("data-size", "full")
+    expect(toggle).to_have_text("Fit to width")
+    natural = sequence.evaluate("b => b.querySelector('svg').viewBox.baseVal.width")
+    assert sequence.evaluate("b => b.querySelector('svg').getBoundingClientRect().width") == (
+        pytest.approx(natural, abs=1)
+    )
+    toggle.click()
+    expect(sequence).to_have_attribute("data-size", "fit")
     sequence.scroll_into_view_if_needed()
     shot = screenshot(page, "flow-diagrams-desktop")
     sequence.screenshot(path=str(shot.with_name("flow-diagrams-sequence.png")))
@@ -76,7 +91,9 @@ def test_the_run_page_draws_both_diagrams_offline_and_scrolls_them_on_a_phone(
     expect(box.locator("svg")).to_be_visible(timeout=20_000)
     box.scroll_into_view_if_needed()
     widths = box.evaluate("b => [b.scrollWidth, b.clientWidth]")
-    assert widths[0] > widths[1]  # the diagram scrolls sideways in its box ...
+    # Fitted, its text would be too small: full size, scrolling sideways in its box ...
+    assert widths[0] > widths[1]
+    expect(box).to_have_attribute("data-size", "full")
     page_width = phone.evaluate("document.documentElement.scrollWidth")
     assert page_width <= PHONE["width"]  # ... and the page does not
     shot = screenshot(phone, "flow-diagrams-phone")

@@ -3,6 +3,7 @@ text, call tools (one failing) and finish, without a reload."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -62,6 +63,7 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     live = page.locator("#live-run")
     expect(live.locator("[data-conn]")).to_have_text("live")
     expect(live.locator('[data-field="status"]')).to_have_text("Pending")
+    expect(page.locator("[data-run-tool=cancel]")).to_be_visible()
     page.evaluate("window.__sameDocument = true")
 
     run_execution.delay(str(execution.id), agency_id=str(agent.agency_id))
@@ -85,10 +87,23 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
         "1 tool call failed in this run."
     )
     expect(live.locator('[data-field="outcome"]')).to_contain_text(ANSWER)
+    # The rest of the page (fields, title, tables, actions) is swapped for the ended run's.
+    run_fields = page.locator("#execution_form fieldset").first
+    expect(run_fields.locator(".field-line", has_text="Status")).to_contain_text("Completed")
+    expect(run_fields.locator(".field-line", has_text="Stop reason")).not_to_contain_text("-")
+    expect(page).to_have_title(re.compile(r"\(completed\)"))
+    expect(page.locator("#header-inner h1")).to_contain_text("(completed)")
+    expect(page.locator("[data-run-tool=cancel]")).to_have_count(0)
+    expect(page.locator("[data-run-tool=replay]")).to_be_visible()
+    expect(page.locator("#tool_calls-group tr.form-row")).to_have_count(2)
+    expect(page.locator('[data-flow-diagram="flow-diagram-state"]')).to_contain_text("completed")
     assert page.evaluate("window.__sameDocument") is True  # never reloaded
     finished = wait_for(execution)
     assert live.locator('[data-field="cost"]').inner_text() == f"${finished.cost_usd:.4f}"
     assert live.locator('[data-field="tokens"]').inner_text() == str(finished.tokens_total)
+    with tenancy.agency_context(agent.agency_id):
+        steps = finished.steps.count()
+    expect(page.locator("#steps-group tr.form-row")).to_have_count(steps)
     screenshot(page, "execution-desktop")
 
     page.set_viewport_size(PHONE)
@@ -97,4 +112,11 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     width = page.evaluate("document.documentElement.scrollWidth")
     screenshot(page, "execution-phone")
     assert width <= PHONE["width"] + 1, "the page scrolls sideways on a phone"
+    # The run's tables stack on a phone: each row's action is on screen, its cells labelled.
+    retry = page.get_by_role("link", name="Retry from here").first
+    retry.scroll_into_view_if_needed()
+    box = retry.bounding_box()
+    assert box is not None
+    assert box["x"] + box["width"] <= PHONE["width"]
+    expect(page.locator("#steps-group td[data-label='Tool name']").first).to_be_visible()
     context.close()

@@ -37,6 +37,15 @@ def test_the_home_updates_its_panels_when_a_run_changes_status(
     expect(home.locator("[data-live-state]")).to_have_attribute("data-live-state", "open")
     expect(home.locator('#home-summary [data-stat="waiting"]')).to_have_text("1")
     expect(home.locator("#home-waiting")).to_contain_text("Which of the two deals")
+    expect(home.locator("#home-success")).to_contain_text("No run has ended")
+    # No usage yet: the charts' y axes start at 0 (not Chart.js's -1 to 1), cost in dollars.
+    axes = page.evaluate(
+        "() => Array.from(document.querySelectorAll('canvas[data-home-chart]'), (canvas) => {"
+        " const y = Chart.getChart(canvas).scales.y;"
+        " return [y.min, y.max, y.ticks.map((tick) => tick.label)]; })"
+    )
+    assert [(low, high > 0) for low, high, _ in axes] == [(0, True)] * 3
+    assert all(label.startswith("$") for label in axes[0][2])
     page.evaluate("window.__sameDocument = true")
 
     with tenancy.agency_context(agent.agency_id):
@@ -46,6 +55,12 @@ def test_the_home_updates_its_panels_when_a_run_changes_status(
     expect(home.locator('#home-summary [data-stat="waiting"]')).to_have_text("0", timeout=10_000)
     expect(home.locator("#home-waiting")).to_contain_text("No run is waiting for an answer")
     expect(home.locator("#home-recent")).to_contain_text("Cancelled")
+    # The success rates reload too, and the redrawn charts are drawn again.
+    expect(home.locator("#home-success")).to_contain_text("Inbox triage")
+    assert page.evaluate(
+        "() => Array.from(document.querySelectorAll('canvas[data-home-chart]'))"
+        ".every((canvas) => Chart.getChart(canvas) !== undefined)"
+    )
     assert page.evaluate("window.__sameDocument") is True  # no reload
     screenshot(page, "staff-home-desktop")
 

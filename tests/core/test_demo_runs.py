@@ -1,24 +1,36 @@
 """Each agent of the demo agency, run by a real Celery worker against the demo model (the scripted
 provider `manage.py up` starts): it calls the tools it should, on the seeded CRM data, and
-finishes, or waits for an approval (the SDR's e-mail) and finishes once approved."""
+finishes, or waits for an approval (the SDR's e-mail) and finishes once approved; the CS
+orchestrator delegates to the renewal manager; a second run of a conversation does what it is
+asked, not what the first run was."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from agents.llm.fake_server.demo import DemoModelServer
-from agents.models import Agent, Execution, ExecutionStatus, TriggerType
+from agents.models import (
+    Agent,
+    AgentMessage,
+    Execution,
+    ExecutionStatus,
+    MessageType,
+    StopReason,
+    TriggerType,
+)
 from agents.services import execution_create
 from approvals.models import Approval, ApprovalStatus, RiskRule
 from approvals.services import approval_decide
 from core import tenancy
 from core.demo import demo_data_seed
-from core.demo.data import RISK_RULE
+from core.demo.data import RENEWAL_MANAGER, RISK_RULE
 from core.models import Agency
 from crm.models import Contact, EmailMessage, Note, Task
-from tests.factories import AgencyFactory, SiteFactory
+from memory.models import Conversation
+from tests.factories import AgencyFactory, SiteFactory, UserFactory
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall
 
@@ -41,10 +53,19 @@ def demo_agency(live_db: None, demo_model: DemoModelServer) -> Agency:
     return agency
 
 
-def _start(agency: Agency, slug: str, text: str, trigger: str = TriggerType.MANUAL) -> Execution:
+def _start(
+    agency: Agency,
+    slug: str,
+    text: str,
+    trigger: str = TriggerType.MANUAL,
+    *,
+    user_id: int | None = None,
+) -> Execution:
     with tenancy.agency_context(agency.id):
         agent = Agent.objects.get(agency=agency, slug=slug)
-        execution = execution_create(agent=agent, input=text, trigger_type=trigger)
+        execution = execution_create(
+            agent=agent, input=text, trigger_type=trigger, triggered_by_id=user_id
+        )
     assert execution is not None
     return execution
 
@@ -85,7 +106,12 @@ def test_every_demo_agent_runs_its_tools_and_the_sdr_waits_for_approval(
         "task_create",
     ]
     assert tools["bi-agent"] == ["data_aggregate", "data_aggregate", "data_query", "notify_user"]
-    assert tools["cs-orchestrator"] == ["data_query", "data_query", "task_create", "notify_user"]
+    assert tools["cs-orchestrator"] == [
+        "data_query",
+        "data_query",
+        "delegate_to_agent",
+        "notify_user",
+    ]
     assert tools["security-guardian"] == ["data_query", "data_query"]  # all clear: no alert
     assert _calls(done["sdr-agent"]) == [
         ("crm_search_contacts", "completed"),
@@ -105,7 +131,7 @@ def test_every_demo_agent_runs_its_tools_and_the_sdr_waits_for_approval(
         assert Note.objects.get(contact=priya, agent__slug="sdr-agent").content.startswith(
             "Lead score"
         )
-        assert Task.objects.filter(agent__slug="cs-orchestrator", title__contains="Renewal")
+        assert Task.objects.filter(agent__slug=RENEWAL_MANAGER, title__startswith="Follow up")
         approval = Approval.objects.get(execution=done["sdr-agent"])
     assert approval.status == ApprovalStatus.PENDING
     assert approval.action_type == "email_send"
@@ -127,3 +153,82 @@ def test_every_demo_agent_runs_its_tools_and_the_sdr_waits_for_approval(
         email = EmailMessage.objects.get(execution=sdr)
     assert email.to == [priya.email]
     assert email.subject == "A quick idea for Northwind Traders"
+
+
+def test_the_cs_orchestrator_delegates_a_renewal_to_the_renewal_manager_and_says_so(
+    demo_agency: Agency, demo_model: DemoModelServer, celery_worker: Worker
+) -> None:
+    run = wait_for(_start(demo_agency, "cs-orchestrator", ""))
+
+    assert run.status == ExecutionStatus.COMPLETED, run.error
+    assert [name for name, _ in _calls(run)] == [
+        "data_query",
+        "data_query",
+        "delegate_to_agent",
+        "notify_user",
+    ]
+    with tenancy.agency_context(demo_agency.id):
+        child = Execution.objects.select_related("agent").get(parent=run)
+        sent = list(
+            AgentMessage.objects.filter(from_execution__in=[run, child])
+            .order_by("sent_at")
+            .values_list("from_execution_id", "to_execution_id", "message_type")
+        )
+        task = Task.objects.get(agent__slug=RENEWAL_MANAGER)
+        (note,) = Note.objects.select_related("contact").filter(agent__slug=RENEWAL_MANAGER)
+    assert (child.agent.slug, child.trigger_type) == (RENEWAL_MANAGER, TriggerType.AGENT)
+    assert child.status == ExecutionStatus.COMPLETED, child.error
+    # It opened the customer the orchestrator named, logged the check-in and made a task.
+    assert [name for name, _ in _calls(child)] == ["crm_get_contact", "crm_add_note", "task_create"]
+    assert "Renewal check-in with" in note.content
+    assert note.contact is not None
+    assert note.contact.status == "customer"
+    assert sent == [
+        (run.id, child.id, MessageType.TASK_DELEGATION),
+        (child.id, run.id, MessageType.RESULT),
+    ]
+    # The answer says what happened: a delegation, and what the other agent did.
+    assert f"Delegated the renewal check-in to the {RENEWAL_MANAGER} agent" in run.output
+    assert f"Created the task “{task.title}”" in run.output  # (the renewal manager's words)
+    assert "for the team" not in run.output  # the orchestrator made no task itself
+    assert run.stop_reason == StopReason.FINAL_ANSWER
+
+
+def test_a_second_run_of_a_conversation_acts_on_its_own_instruction(
+    demo_agency: Agency, demo_model: DemoModelServer, celery_worker: Worker
+) -> None:
+    user = UserFactory.create()
+    asked = "Follow up with Priya Raman about pricing."
+    first = wait_for(
+        _start(demo_agency, "alex", "Follow up with Marcus Oyelaran.", user_id=user.pk)
+    )
+    assert first.status == ExecutionStatus.COMPLETED, first.error
+    _wait_for_conversation(first, messages=2)  # the after-run task adds its turns
+
+    second = wait_for(_start(demo_agency, "alex", asked, user_id=user.pk))
+
+    assert second.status == ExecutionStatus.COMPLETED, second.error
+    with tenancy.agency_context(demo_agency.id):
+        searched = ToolCall.objects.get(execution=second, tool_name="crm_search_contacts")
+    assert searched.input["query"] == "Priya Raman"
+    assert "Priya Raman" in second.output
+    assert "Marcus" not in second.output
+    # It did continue the conversation: its model calls carried the first run's turns.
+    first_call = next(r for r in demo_model.requests if r.messages[-1].get("content") == asked)
+    assert [m["content"] for m in first_call.messages if m["role"] == "user"] == [
+        "Follow up with Marcus Oyelaran.",
+        asked,
+    ]
+
+
+def _wait_for_conversation(execution: Execution, *, messages: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with tenancy.agency_context(execution.agency_id):
+            held = Conversation.objects.filter(agent_id=execution.agent_id).values_list(
+                "message_count", flat=True
+            )
+            if any(count >= messages for count in held):
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"no conversation of {messages} messages after {timeout} s")

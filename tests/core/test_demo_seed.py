@@ -15,7 +15,7 @@ from agents.schedules import periodic_task_name
 from approvals.models import RiskRule
 from core import tenancy
 from core.demo import DEMO_AGENCY_SLUG, demo_data_seed, demo_model_port, demo_seed
-from core.demo.data import CONTACTS, GUARDIAN_SCHEDULE
+from core.demo.data import AGENTS, CONTACTS, GUARDIAN_SCHEDULE, RENEWAL_MANAGER
 from core.models import Agency, Membership, Role, Site, User
 from crm.models import Contact, Note, Task
 from tests.factories import AgencyFactory, SiteFactory
@@ -66,6 +66,11 @@ def test_the_demo_agency_has_agents_of_every_type_on_the_demo_model() -> None:
     assert json.loads(entry.kwargs) == {"agency_id": str(agency.id)}
     # The SDR may send e-mail (a dangerous tool, so every send waits for an approval).
     assert "email_send" in agents["sdr-agent"].allowed_tools
+    # The orchestrator may delegate to the renewal manager, and to no other agent.
+    orchestrator = agents["cs-orchestrator"]
+    assert "delegate_to_agent" in orchestrator.allowed_tools
+    assert orchestrator.delegate_agents == [RENEWAL_MANAGER]
+    assert len(agents) == len(AGENTS) == 6
     with tenancy.agency_context(agency.id):
         provider = LLMProvider.objects.get(agency=agency)
         contacts = Contact.objects.filter(agency=agency)
@@ -161,7 +166,7 @@ def test_demo_data_lands_in_its_own_agency_only() -> None:
     demo = demo_seed(model_url=URL).agency
     created = demo_data_seed(agency=other, model_url=URL)
 
-    assert created["agents"] == 5
+    assert created["agents"] == len(AGENTS)
     assert created["contacts"] == len(CONTACTS)
     for agency in (demo, other):
         with tenancy.agency_context(agency.id):

@@ -152,6 +152,15 @@ def test_up_serves_health_admin_and_a_demo_run_and_sigterm_leaves_nothing_behind
         assert "approver login: approver / demo-agentdesk (decides approvals)" in out
         assert f"demo model (scripted, no AI) listening on http://127.0.0.1:{demo_port}/v1" in out
         assert "demo model stopped" in out
+        # The approved e-mail, as the development mail backend logs it: one readable line.
+        sent = "e-mail (not sent: development mail backend) to priya.raman@northwind-traders."
+        mailed = [line for line in out.splitlines() if sent in line]
+        assert len(mailed) == 1, out
+        assert "INFO core.mail" in mailed[0]
+        assert "celery.redirected" not in out
+        # Beat's lease reaper ran every 10 s without a line per run.
+        assert "Task agents.reap_expired_leases[" not in out
+        assert "Sending due task reap-expired-leases" not in out
         with pytest.raises(httpx.TransportError):
             httpx.get(f"http://127.0.0.1:{demo_port}/healthz", timeout=2)
         assert f"{base}/admin/" in out

@@ -1,7 +1,8 @@
 """Decision points (seed 003), written by the runtime with the step they belong to: the tool the
 model chose among the allowed ones (with its reasoning text), its final answer, what it did after
-a failed call, a risk rule's verdict routing a call to a person, and that person's decision.
-Through a real Celery worker and the fake provider server."""
+a failed call, a risk rule's verdict routing a call to a person, and that person's decision,
+and a risk rule's verdict letting a call run. Through a real Celery worker and the fake provider
+server (a denial that ends the run: tests/flow/test_decision_rows.py)."""
 
 from __future__ import annotations
 
@@ -167,3 +168,46 @@ def test_a_risk_rules_verdict_and_the_approvers_decision_are_recorded(
     assert decided[0].chosen_option["approval_id"] == str(approval.id)
     assert decided[0].reasoning == "Fine."
     assert decided[0].step_id is not None  # the act step the approved call ran in
+
+
+def test_a_risk_rule_that_lets_a_call_run_is_recorded_and_a_call_no_rule_matches_is_not(
+    contact_agent: tuple[Agent, Contact],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent, contact = contact_agent
+    with tenancy.agency_context(agent.agency_id):
+        rule = RiskRule.objects.create(
+            agency_id=agent.agency_id,
+            name="Notes are low risk",
+            tool_pattern="crm_add_note",
+            risk_level=RiskLevel.LOW,
+            requires_approval=False,
+        )
+    clear_cache()
+    note: dict[str, Any] = {"contact_id": str(contact.id), "content": "Renewal agreed."}
+    fake_llm_server.set_responder(
+        by_turn(
+            tool_call_reply("crm_get_contact", {"email": "ada@example.com"}),
+            tool_call_reply("crm_add_note", note),
+            text_reply("Noted."),
+        ),
+        key=agent.llm_model,
+    )
+
+    execution = wait_for(_start(agent))
+
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    verdicts = [d for d in _decisions(execution) if d.decision_type == DecisionType.RISK_ASSESSMENT]
+    assert len(verdicts) == 1  # crm_get_contact matched no rule: no row for it
+    [verdict] = verdicts
+    assert verdict.decision_method == DecisionMethod.RULE_BASED
+    assert verdict.decision_question == "May crm_add_note run without a person's approval?"
+    assert verdict.available_options == ["run", "ask a person"]
+    assert verdict.chosen_option == {"choice": "run", "risk_level": RiskLevel.LOW}
+    assert verdict.chosen_option_index == 0
+    assert verdict.rules_applied == [rule.id]
+    assert "Notes are low risk" in verdict.reasoning
+    with tenancy.agency_context(agent.agency_id):
+        act = ExecutionStep.objects.get(execution=execution, tool_name="crm_add_note")
+    assert verdict.step_id == act.id  # the step the call ran in

@@ -36,6 +36,7 @@ STOP_TIMEOUT_S = 15
 RESTARTS_PER_MINUTE = 3
 LOOPBACK = "127.0.0.1"
 ENDPOINTS_VARIABLE = "AGENTDESK_LLM_PRIVATE_ENDPOINTS"
+BASE_URL_VARIABLE = "AGENTDESK_BASE_URL"
 SEED_LABELS = {
     "agencies": "agency",
     "logins": "login",
@@ -98,7 +99,7 @@ class Command(BaseCommand):
                 demo_model, demo_port = self._start_demo_model()
                 url = f"http://{LOOPBACK}:{demo_port}/v1"
                 self._report_seed(demo_seed(model_url=url))
-            env = self._child_env(services, demo_port)
+            env = self._child_env(services, demo_port, base_url=web_url(options))
             # The metrics of the platform starting now: the last run's samples go (ops.metrics).
             env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_directory.reset())
             for child in children:
@@ -162,8 +163,11 @@ class Command(BaseCommand):
             Child("beat", [python, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO"]),
         ]
 
-    def _child_env(self, services: Any, demo_port: int | None) -> dict[str, str]:
+    def _child_env(self, services: Any, demo_port: int | None, *, base_url: str) -> dict[str, str]:
         env = dict(os.environ)
+        # Links in e-mails (an approval to decide) point at the address served here, unless the
+        # environment (or .env, read into it by the settings) names one.
+        env.setdefault(BASE_URL_VARIABLE, base_url)
         # Children connect to exactly the servers this process resolved, embedded or not.
         env.update(
             DATABASE_URL=services.database,
@@ -277,7 +281,7 @@ class Command(BaseCommand):
             time.sleep(0.1)
 
     def _banner(self, options: dict[str, Any]) -> None:
-        url = f"http://{options['host']}:{options['port']}"
+        url = web_url(options)
         lines = [f"AgentDesk is running at {url}/admin/", f"health: {url}/healthz"]
         if not options["no_demo"]:
             password = settings.DEMO_ADMIN_PASSWORD
@@ -295,6 +299,17 @@ class Command(BaseCommand):
         with self._output_lock:
             self.stdout.write(f"{name:>6} | {line}")
             self.stdout.flush()
+
+
+def web_url(options: dict[str, Any]) -> str:
+    """Where people reach the web server ``up`` runs: its host and port (a wildcard address,
+    which no browser can open, as ``localhost``)."""
+    host = str(options["host"])
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 - read, not bound: the wildcard's link
+        host = "localhost"
+    elif ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return f"http://{host}:{options['port']}"
 
 
 def _answers_as_demo_model(port: int) -> bool:

@@ -4,12 +4,20 @@
  * snapshot into the header and each step and state change into the timeline, and grows the text
  * of the model call under way from "token" messages. Reconnects with backoff and asks only for
  * what it missed (?after=<last event number>), so nothing is drawn twice. Protocol:
- * docs/live-protocol.md. */
+ * docs/live-protocol.md.
+ *
+ * The rest of the page (the title, the Run fields, the diagrams, the Steps / Tool calls / State
+ * transitions tables, the Cancel button) is the server's, as of the page's load: when the run's
+ * status moves on from the one it was drawn with, the page is fetched again (one request, never a
+ * reload) and those parts are swapped in, so the page agrees with the header. Below the width
+ * where the admin hides a table's header row, the run's tables stack: each cell is labelled
+ * with its column. */
 (function () {
     "use strict";
 
     const BACKOFF_MIN_MS = 500;
     const BACKOFF_MAX_MS = 15000;
+    const REFRESH_DELAY_MS = 300;
     const TERMINAL = ["completed", "failed", "cancelled", "timed_out"];
     const STATUS_LABELS = {
         pending: "Pending", running: "Running", waiting_approval: "Waiting for approval",
@@ -48,6 +56,76 @@
         return iso ? new Date(iso).toLocaleTimeString() : "";
     }
 
+    // Each cell of the run's inline tables gets its column's name, shown beside it when the table
+    // stacks on a narrow screen (live.css): the admin hides the header row there.
+    function labelCells(scope) {
+        for (const table of scope.querySelectorAll("table.formset")) {
+            const names = Array.from(table.querySelectorAll("thead th"), (th) => th.textContent.trim());
+            for (const row of table.querySelectorAll("tr.form-row")) {
+                Array.from(row.children).forEach(function (cell, index) {
+                    if (names[index]) {
+                        cell.dataset.label = names[index];
+                    }
+                });
+            }
+        }
+    }
+
+    // The header's action list (Cancel run, Replay, History): the <ul> holding the History link.
+    function toolList(doc) {
+        const history = doc.querySelector('#header-inner a[href$="/history/"]');
+        return history ? history.closest("ul") : null;
+    }
+
+    /* Re-fetches the page and swaps in its server-rendered parts; ``onDone(status)`` gets the
+     * status they were drawn with (null when the answer was not the page, e.g. a login form). */
+    function refreshPage(root, onDone) {
+        const form = document.getElementById(root.dataset.form);
+        fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+            .then((response) => (response.ok ? response.text() : ""))
+            .then(function (html) {
+                const doc = new DOMParser().parseFromString(html, "text/html");
+                const fresh = doc.getElementById(root.dataset.form);
+                const drawn = doc.querySelector('#live-run [data-field="status"]');
+                if (!form || !fresh || !drawn) {
+                    onDone(null);
+                    return;
+                }
+                // The page's scripts are loaded already (the diagrams' are called below).
+                fresh.querySelectorAll("script[src]").forEach((node) => node.remove());
+                // What the reader opened (collapsed sections) and where they are stay as they were.
+                const open = Array.from(form.querySelectorAll("details"), (node) => node.open);
+                const scroll = window.scrollY;
+                form.replaceChildren(...Array.from(fresh.childNodes, (node) => document.importNode(node, true)));
+                form.querySelectorAll("details").forEach(function (node, index) {
+                    if (index < open.length) {
+                        node.open = open[index];
+                    }
+                });
+                const tools = toolList(document);
+                const freshTools = toolList(doc);
+                if (tools && freshTools) {
+                    tools.innerHTML = freshTools.innerHTML;
+                }
+                const title = document.querySelector("#header-inner h1");
+                const freshTitle = doc.querySelector("#header-inner h1");
+                if (title && freshTitle) {
+                    title.innerHTML = freshTitle.innerHTML;
+                }
+                document.title = doc.title;
+                labelCells(form);
+                // Scripts swapped in do not run: the diagrams are drawn by flow/diagrams.js's hook.
+                if (window.flowDiagrams) {
+                    window.flowDiagrams.draw(form);
+                }
+                window.scrollTo(0, scroll);
+                onDone(drawn.dataset.status);
+            })
+            .catch(function () {
+                onDone(null);
+            });
+    }
+
     function start(root) {
         const field = (name) => root.querySelector('[data-field="' + name + '"]');
         const conn = root.querySelector("[data-conn]");
@@ -61,6 +139,11 @@
         let status = field("status").dataset.status;
         let backoff = BACKOFF_MIN_MS;
         let streaming = null; // {stepNumber, node, body} of the model call under way
+        // The status the server drew the rest of the page with, and the page refresh under way.
+        let drawnStatus = status;
+        let refreshing = false;
+        let refreshTimer = null;
+        let refreshFailures = 0;
 
         function setConn(state, label) {
             conn.dataset.conn = state;
@@ -72,6 +155,39 @@
             const badge = field("status");
             badge.dataset.status = value;
             badge.textContent = STATUS_LABELS[value] || value;
+            if (TERMINAL.includes(value)) {
+                // Until the refresh swaps the header's actions: an ended run cannot be cancelled.
+                document.querySelectorAll("[data-run-tool=cancel]").forEach((node) => node.remove());
+            }
+            if (value !== drawnStatus) {
+                scheduleRefresh();
+            }
+        }
+
+        // Several status changes in a burst (running, then waiting) cost one request.
+        function scheduleRefresh() {
+            if (refreshing || refreshTimer !== null) {
+                return;
+            }
+            refreshTimer = window.setTimeout(function () {
+                refreshTimer = null;
+                refreshing = true;
+                refreshPage(root, function (drawn) {
+                    refreshing = false;
+                    if (drawn === null) {
+                        refreshFailures += 1;
+                        if (refreshFailures < 3) {
+                            scheduleRefresh(); // a dropped request; a login page stays unswapped
+                        }
+                        return;
+                    }
+                    refreshFailures = 0;
+                    drawnStatus = drawn;
+                    if (drawnStatus !== status) {
+                        scheduleRefresh(); // the run moved on while the page was fetched
+                    }
+                });
+            }, REFRESH_DELAY_MS);
         }
 
         function drawTotals() {
@@ -300,6 +416,10 @@
 
     document.addEventListener("DOMContentLoaded", function () {
         const root = document.getElementById("live-run");
+        const form = root && document.getElementById(root.dataset.form);
+        if (form) {
+            labelCells(form);
+        }
         if (root && "WebSocket" in window) {
             start(root);
         }

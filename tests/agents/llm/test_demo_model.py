@@ -66,11 +66,17 @@ def provider(demo: DemoModelServer) -> Iterator[Callable[[ProviderKind], Provide
 
 
 def _run(
-    provider: Provider, text: str, tools: list[str], *, stream: bool = False
+    provider: Provider,
+    text: str,
+    tools: list[str],
+    *,
+    stream: bool = False,
+    earlier: tuple[Message, ...] = (),
 ) -> tuple[list[str], str, list[str]]:
-    """A whole run over the wire: the tools called, the final answer, and what was streamed."""
+    """A whole run over the wire (after the ``earlier`` turns of the conversation it continues):
+    the tools called, the final answer, and what was streamed."""
     definitions = [ToolDefinition(name=name, description=name) for name in tools]
-    messages = [Message.system("You are an SDR."), Message.user(text)]
+    messages = [Message.system("You are an SDR."), *earlier, Message.user(text)]
     called: list[str] = []
     streamed: list[str] = []
     for _ in range(10):
@@ -100,6 +106,24 @@ def test_the_sdr_play_over_both_wire_formats(
     assert {r.model for r in demo.requests[-5:]} == {DEMO_MODEL}
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_run_continuing_a_conversation_acts_on_its_own_instruction(
+    kind: ProviderKind, provider: Callable[[ProviderKind], Provider]
+) -> None:
+    earlier = (  # the previous run's turns, as memory.episodes adds them
+        Message.user("Reach out to Priya Raman, please."),
+        Message.assistant("Worked on Priya Raman (Northwind Traders): scored the lead."),
+    )
+
+    called, answer, _ = _run(
+        provider(kind), "Reach out to Jonas Becker.", SDR_TOOLS, earlier=earlier
+    )
+
+    assert called == ["crm_search_contacts"]  # Jonas, whom this CRM does not hold
+    assert "Reach out to Jonas Becker." in answer
+    assert "Priya" not in answer
+
+
 def test_a_streamed_reply_arrives_in_pieces(
     provider: Callable[[ProviderKind], Provider],
 ) -> None:
@@ -113,7 +137,10 @@ def test_a_streamed_reply_arrives_in_pieces(
 
 
 def _request(
-    text: str, tools: list[str], calls: list[tuple[str, dict[str, Any]]]
+    text: str,
+    tools: list[str],
+    calls: list[tuple[str, dict[str, Any]]],
+    descriptions: dict[str, str] | None = None,
 ) -> RecordedRequest:
     messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
     for n, (name, output) in enumerate(calls):
@@ -123,9 +150,17 @@ def _request(
     body = {
         "model": DEMO_MODEL,
         "messages": messages,
-        "tools": [{"type": "function", "function": {"name": t}} for t in tools],
+        "tools": [
+            {"type": "function", "function": {"name": t, **_described(t, descriptions)}}
+            for t in tools
+        ],
     }
     return RecordedRequest("openai", "/v1/chat/completions", {}, body, None)
+
+
+def _described(tool: str, descriptions: dict[str, str] | None) -> dict[str, str]:
+    description = (descriptions or {}).get(tool)
+    return {"description": description} if description else {}
 
 
 def test_nobody_found_means_no_e_mail_and_an_honest_answer() -> None:
@@ -233,3 +268,64 @@ def test_the_answer_decides_whether_the_task_is_created(answer: str, then: str |
     else:
         assert not isinstance(action, str)
         assert action.tool == then
+
+
+ORCHESTRATOR_TOOLS = ["data_query", "task_create", "notify_user", "trigger_workflow"]
+TEAM = (  # the delegate tool's description, as teams.runtime writes it
+    "Hand a sub-task to another agent.\n\nAgents you may delegate to (pass the slug as "
+    "'agent'):\n- alex: Alex (Personal assistant)\n- renewal-manager: Renewal Manager (takes "
+    "the renewal check-ins)"
+)
+CUSTOMER = {
+    "id": "c1",
+    "first_name": "Rachel",
+    "last_name": "Goldberg",
+    "company": "Meridian Legal",
+    "email": "rachel@meridian.example",
+    "status": "customer",
+}
+REVIEWED: list[tuple[str, dict[str, Any]]] = [
+    ("data_query", {"rows": [CUSTOMER]}),
+    ("data_query", {"rows": []}),  # no open task covers her
+]
+
+
+def test_an_orchestrator_delegates_to_the_agent_its_team_lists_for_renewals() -> None:
+    tools = [*ORCHESTRATOR_TOOLS, "delegate_to_agent"]
+
+    action = next_action(_request("", tools, REVIEWED, {"delegate_to_agent": TEAM}))
+
+    assert not isinstance(action, str)
+    assert (action.tool, action.arguments["agent"]) == ("delegate_to_agent", "renewal-manager")
+    assert (
+        "Rachel Goldberg (Meridian Legal) <rachel@meridian.example>"
+        in (action.arguments["instruction"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("tools", "delegated"),
+    [
+        (ORCHESTRATOR_TOOLS, []),  # nobody to delegate to
+        (
+            [*ORCHESTRATOR_TOOLS, "delegate_to_agent"],
+            [("delegate_to_agent", {"error": {"code": "delegated_run_failed", "message": "x"}})],
+        ),
+    ],
+)
+def test_an_orchestrator_that_cannot_delegate_creates_the_task_itself_and_says_so(
+    tools: list[str], delegated: list[tuple[str, dict[str, Any]]]
+) -> None:
+    descriptions = {"delegate_to_agent": TEAM}
+    action = next_action(_request("", tools, [*REVIEWED, *delegated], descriptions))
+    assert not isinstance(action, str)
+    assert action.tool == "task_create"
+
+    title = "Renewal check-in with Rachel Goldberg (Meridian Legal)"
+    done = [*REVIEWED, *delegated, ("task_create", {"task": {"title": title}})]
+    done.append(("notify_user", {"ok": True}))
+    answer = next_action(_request("", tools, done, descriptions))
+
+    assert isinstance(answer, str)
+    assert f"Created the task “{title}” for the team." in answer
+    assert "Delegated" not in answer

@@ -8,8 +8,9 @@ it is asked, and a resumed run (after an approval, a crash) gets the reply it is
   propose an outreach e-mail, which waits for an approval; sum up once it ran;
 - with ``data_aggregate`` (an analyst): pipeline and workload figures, the latest notes, a
   notification with the report;
-- with ``trigger_workflow`` (an orchestrator): customers and open tasks, a hand-over task, a
-  notification;
+- with ``trigger_workflow`` (an orchestrator): customers and open tasks, then a customer no
+  task covers handed to another agent (``delegate_to_agent``, the one its description lists for
+  renewals; waiting for its answer) or, with no agent to hand it to, a task; a notification;
 - with CRM tools (an assistant): find the contact, open the record, add a note, create a
   follow-up task;
 - with ``data_query`` alone (a guardian): failed e-mails and new contacts; an alert only when

@@ -115,8 +115,16 @@ def _google_calls(
 
 
 def instruction(request: RecordedRequest) -> str:
-    """The first user message: what the run was asked (or its trigger, described)."""
-    for message in request.messages:
+    """What this run was asked (or its trigger, described): the first user message after the
+    conversation's last final answer. A run that continues a conversation gets the earlier runs'
+    turns (instruction, answer) before its own instruction (memory.episodes), and the user turns
+    after its instruction are tool results and what it observed (an answer, a wait that ended)."""
+    messages = request.messages
+    start = 0
+    for index, message in enumerate(messages):
+        if _is_final_answer(request.wire, message):
+            start = index + 1
+    for message in messages[start:]:
         if message.get("role") != "user":
             continue
         if request.wire == "google":  # Gemini's contents: parts, the text ones first
@@ -131,6 +139,45 @@ def instruction(request: RecordedRequest) -> str:
             if isinstance(b, dict) and b.get("type") == "text"
         )
     return ""
+
+
+def _is_final_answer(wire: str, message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is a model reply that called no tool (a run's last reply)."""
+    if wire == "google":
+        parts = message.get("parts") or []
+        return message.get("role") == "model" and not any(
+            isinstance(p, dict) and "functionCall" in p for p in parts
+        )
+    if message.get("role") != "assistant":
+        return False
+    if wire == "openai":
+        return not message.get("tool_calls")
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return not any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+
+
+def tool_description(request: RecordedRequest, name: str) -> str:
+    """The description of the offered tool ``name`` ("" when it is not offered)."""
+    tools = request.body.get("tools") or []
+    if request.wire == "google":
+        tools = [d for tool in tools for d in tool.get("functionDeclarations") or []]
+    elif request.wire == "openai":
+        tools = [tool.get("function") or {} for tool in tools]
+    for tool in tools:
+        if isinstance(tool, dict) and tool.get("name") == name:
+            return str(tool.get("description") or "")
+    return ""
+
+
+_TEAM_LINE = re.compile(r"^- (?P<slug>[a-z0-9][a-z0-9_-]*): (?P<about>.*)$", re.M)
+
+
+def team(request: RecordedRequest) -> tuple[tuple[str, str], ...]:
+    """The agents ``delegate_to_agent`` may hand work to, as its description lists them
+    (teams.runtime): (slug, name and description)."""
+    description = tool_description(request, "delegate_to_agent")
+    return tuple((m.group("slug"), m.group("about")) for m in _TEAM_LINE.finditer(description))
 
 
 def name_query(text: str) -> str:

@@ -1,6 +1,7 @@
 """The plays of agents with data tools: the analyst (figures, a notification, a report), the
-orchestrator (customers without an open task get a hand-over task) and the guardian (an alert
-only when something looks wrong)."""
+orchestrator (a customer without an open task is handed to another agent with
+``delegate_to_agent``, or gets a task when there is none to hand it to) and the guardian (an
+alert only when something looks wrong)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from agents.llm.fake_server.demo.conversation import Call
 from agents.llm.fake_server.demo.situation import (
     Action,
     Play,
@@ -139,35 +141,88 @@ def _uncovered_customer(s: Situation) -> dict[str, Any] | None:
     return None
 
 
+DELEGATE = "delegate_to_agent"
+
+
+def _renewals_agent(s: Situation) -> str | None:
+    """The agent to hand a renewal to: one the delegate tool lists that speaks of renewals,
+    else the first it lists; None when it is not offered or lists nobody."""
+    if DELEGATE not in s.tools or not s.team:
+        return None
+    for slug, about in s.team:
+        if "renewal" in f"{slug} {about}".lower():
+            return slug
+    return s.team[0][0]
+
+
+def _delegation(s: Situation) -> Call | None:
+    return next((call for call in s.calls if call.name == DELEGATE), None)
+
+
+def _orchestrator_delegate(s: Situation) -> Action | None:
+    customer, agent = _uncovered_customer(s), _renewals_agent(s)
+    if customer is None or agent is None:
+        return None
+    name = who(customer)
+    record = f" <{customer['email']}>" if customer.get("email") else ""
+    return Action(
+        DELEGATE,
+        {
+            "agent": agent,
+            "instruction": f"Renewal check-in with {name}{record}: no open task covers this "
+            "customer. Log the check-in on their record and create a follow-up task.",
+        },
+        f"{name} has no open task. Handing the renewal check-in to the {agent} agent and "
+        "waiting for its answer.",
+    )
+
+
 def _orchestrator_handover(s: Situation) -> Action | None:
+    """A task for the team: when there is no agent to delegate to, or the delegation failed."""
     customer = _uncovered_customer(s)
-    if customer is None:
+    delegation = _delegation(s)
+    if customer is None or (
+        _renewals_agent(s) is not None and not (delegation and delegation.failed)
+    ):
         return None
     name = who(customer)
     return Action(
         "task_create",
         {
             "title": f"Renewal check-in with {name}"[:300],
-            "description": "Handed over to renewal_manager by the CS orchestrator: no open task "
-            "covers this customer.",
+            "description": "Created by the CS orchestrator: no open task covers this customer.",
             "priority": "medium",
             "due_date": s.due(3),
         },
-        f"{name} has no open task. Handing a renewal check-in to the renewal manager.",
+        f"{name} has no open task. Creating a renewal check-in task for the team."
+        if delegation is None
+        else f"The hand-over did not work out, so I'll create a renewal check-in task for {name}.",
     )
 
 
-def _orchestrator_notify(s: Situation) -> Action | None:
+def _handled(s: Situation) -> str | None:
+    """What was done for the uncovered customer, in a few words (None: nothing)."""
+    delegation, customer = _delegation(s), _uncovered_customer(s)
+    if delegation is not None and not delegation.failed:
+        whom = f" with {who(customer)}" if customer else ""
+        return f"the {delegation.arguments.get('agent')} agent handled the renewal check-in{whom}"
     task = (s.output("task_create") or {}).get("task")
+    if isinstance(task, dict):
+        return f"created the task “{task.get('title')}”"
+    return None
+
+
+def _orchestrator_notify(s: Situation) -> Action | None:
+    handled = _handled(s)
     message = (
-        f"Customer success: created “{task.get('title')}”."
-        if isinstance(task, dict)
+        f"Customer success: {handled}."
+        if handled
         else "Customer success: every customer is covered by an open task."
     )
     return Action(
         "notify_user",
-        {"message": message, "level": "info"},
-        "Letting the team know what was delegated.",
+        {"message": message[:1900], "level": "info"},
+        "Letting the team know what was done.",
     )
 
 
@@ -175,14 +230,22 @@ def _orchestrator_summary(s: Situation) -> str:
     queries = [c for c in s.calls if c.name == "data_query"]
     customers = rows(queries[0] if queries else None)
     tasks = rows(queries[1] if len(queries) > 1 else None)
+    delegation = _delegation(s)
     task = (s.output("task_create") or {}).get("task")
     lines = [
         f"Reviewed {_plural(len(customers), 'customer')} and {_plural(len(tasks), 'open task')}."
     ]
+    if delegation is not None and not delegation.failed:
+        answer = str(delegation.output.get("output") or "").strip() or "(no answer)"
+        lines.append(
+            f"- Delegated the renewal check-in to the {delegation.arguments.get('agent')} agent "
+            "(delegate_to_agent), which answered:"
+        )
+        lines += [f"  {line}" for line in answer.splitlines() if line.strip()]
     if isinstance(task, dict):
-        lines.append(f"- Delegated: “{task.get('title')}” (renewal_manager).")
-    else:
-        lines.append("- Nothing to delegate: every customer is covered.")
+        lines.append(f"- Created the task “{task.get('title')}” for the team.")
+    if delegation is None and not isinstance(task, dict):
+        lines.append("- Nothing to hand over: every customer is covered.")
     lines += [f"- Could not complete {error}" for error in s.errors()]
     return "\n".join(lines)
 
@@ -252,7 +315,13 @@ ANALYST = Play(
 )
 ORCHESTRATOR = Play(
     "orchestrator",
-    (_orchestrator_customers, _orchestrator_tasks, _orchestrator_handover, _orchestrator_notify),
+    (
+        _orchestrator_customers,
+        _orchestrator_tasks,
+        _orchestrator_delegate,
+        _orchestrator_handover,
+        _orchestrator_notify,
+    ),
     _orchestrator_summary,
 )
 GUARDIAN = Play(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from agents.llm.fake_server.demo.conversation import instruction, past_calls
+from agents.llm.fake_server.demo.conversation import instruction, past_calls, team
 from agents.llm.fake_server.demo.crm_plays import ASSISTANT, SDR
 from agents.llm.fake_server.demo.data_plays import ANALYST, GUARDIAN, ORCHESTRATOR
 from agents.llm.fake_server.demo.situation import Action, Play, Situation, request_in_words
@@ -46,6 +46,7 @@ def next_action(request: RecordedRequest, *, now: datetime.datetime | None = Non
         text=instruction(request),
         tools=tools,
         now=now or datetime.datetime.now(datetime.UTC),
+        team=team(request),
     )
     play = choose_play(tools)
     done = past_calls(request)

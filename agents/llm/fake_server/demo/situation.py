@@ -26,6 +26,7 @@ class Situation:
     tools: frozenset[str]
     now: datetime.datetime
     calls: list[Call] = field(default_factory=list)
+    team: tuple[tuple[str, str], ...] = ()  # agents it may delegate to: (slug, about)
 
     def output(self, tool: str) -> dict[str, Any] | None:
         """The latest successful result of ``tool``."""
