@@ -5,7 +5,9 @@ agent has it: ``max_corrections`` failures ask a person.)
 - The same call: the same tool with the same arguments. At the threshold the call's result
   carries a warning for the model (once), so that it can change course; the next identical call
   (past the threshold) is not run.
-- The same state (seed 003's "agent repeating same state"): a call's state is what the agent
+- The same state (seed 003's "agent repeating same state"), for agents with
+  ``loop_same_state`` (off by default: five leads looked up in turn that each have no tickets
+  are the same empty result five times, and progress): a call's state is what the agent
   observed, its tool and its result, whatever the arguments: a search reworded again and again
   that always finds nothing, or a lookup that keeps answering "not found". Only such empty or
   not-found results count (as investigations judge them, memory/learning/investigations.py):
@@ -101,6 +103,7 @@ class LoopWatch:
         self.run = run
         self.threshold = int(run.agent.loop_threshold or 0)
         self.action = run.agent.loop_action
+        self.same_state = bool(run.agent.loop_same_state)  # off by default: see the setting
         # A failing call repeated is self-correction's to handle when the agent has it (a person
         # is asked after max_corrections failures): only calls that succeeded count then.
         self.count_failures = not run.agent.max_corrections
@@ -128,7 +131,7 @@ class LoopWatch:
                 if isinstance(error, dict) and error.get("code") == NOT_RUN:
                     continue
                 self.counts[fingerprint(call.name, call.arguments)] += 1
-                if found_nothing(output):
+                if self.same_state and found_nothing(output):
                     self.states[state_of(call.name, output)] += 1
 
     def check(self, calls: Sequence[ToolCall], messages: list[Message]) -> str | None:
@@ -187,7 +190,7 @@ class LoopWatch:
             # Only a result that found nothing is a state that can loop: different arguments
             # with the same informative result ({"ok": true} of a send to each contact in turn)
             # are progress, and the tools app does not say which tools only read.
-            if found_nothing(output):
+            if self.same_state and found_nothing(output):
                 state = state_of(call.name, output)
                 self.states[state] += 1
                 # From its threshold on, a call repeated as is is the same-call check's (it

@@ -127,6 +127,7 @@ FIELDSETS: _FieldsetSpec = [
             "fields": [
                 "flow_display",
                 "loop_threshold",
+                "loop_same_state",
                 "loop_action",
                 "stuck_after_seconds",
                 "stuck_action",

@@ -167,8 +167,17 @@ class AgentConfig(models.Model):
         default=3,
         validators=[MaxValueValidator(100)],
         help_text="How many times a run may make the same tool call with the same arguments "
-        "(or go through the same sequence of states). At the threshold the model is warned "
-        "once; past it the run stops or pauses (Loop action). 0: no loop detection.",
+        "(or, with Loop on same state, get the same empty result from a tool). At the "
+        "threshold the model is warned once; past it the run stops or pauses (Loop action). "
+        "0: no loop detection.",
+    )
+    # Off by default: looking up five leads that each have no tickets is the same empty result
+    # five times, and only the agent's owner knows whether that is progress.
+    loop_same_state = models.BooleanField(
+        default=False,
+        help_text="Also count a tool's same empty or not-found result as a loop, whatever the "
+        "arguments (a search reworded again and again that always finds nothing). Leave off "
+        "for agents that look up many records one by one.",
     )
     loop_action = models.CharField(
         max_length=10,

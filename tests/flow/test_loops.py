@@ -191,6 +191,7 @@ def _rewording_agent(
 ) -> Agent:
     """An agent whose model searches for Ada eight ways (never the same arguments), then
     answers; the agency has no Ada (every search finds nothing) unless ``ada_exists``."""
+    fields.setdefault("loop_same_state", True)
     agent = make_agent("openai", allowed_tools=["crm_*"], loop_threshold=3, **fields)
     if ada_exists:
         with tenancy.agency_context(agent.agency_id):
@@ -246,6 +247,21 @@ def test_a_model_finding_nothing_with_other_arguments_is_warned_then_stopped(
         [event] = Event.objects.filter(event_type=LOOP_EVENT)
     assert event.payload["kind"] == LoopKind.SAME_STATE
     assert event.payload["outcome"] == LoopOutcome.STOPPED
+
+
+def test_the_same_empty_result_is_no_loop_for_an_agent_without_loop_same_state(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    """Off by default: an agent looking up records one by one may find nothing many times."""
+    agent = _rewording_agent(make_agent, fake_llm_server, loop_same_state=False)
+
+    execution = wait_for(_start(agent))
+
+    assert execution.status == ExecutionStatus.COMPLETED, execution.error
+    assert _tool_calls(execution) == len(ADA_QUERIES)
+    assert _kinds(execution) == []
 
 
 def test_the_same_informative_result_for_other_arguments_is_not_a_loop(

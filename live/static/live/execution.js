@@ -144,6 +144,7 @@
         let refreshing = false;
         let refreshTimer = null;
         let refreshFailures = 0;
+        let refreshesBehind = 0; // refreshes in a row that found the run already moved on
 
         function setConn(state, label) {
             conn.dataset.conn = state;
@@ -183,8 +184,11 @@
                     }
                     refreshFailures = 0;
                     drawnStatus = drawn;
-                    if (drawnStatus !== status) {
+                    if (drawnStatus !== status && refreshesBehind < 3) {
+                        refreshesBehind += 1; // (bounded: a server behind the socket stays so)
                         scheduleRefresh(); // the run moved on while the page was fetched
+                    } else {
+                        refreshesBehind = 0;
                     }
                 });
             }, REFRESH_DELAY_MS);
@@ -351,7 +355,11 @@
             } else if (event.type === "status") {
                 append(drawStatus(event));
             }
-            setStatus(event.status);
+            if (event.seq > headerSeq) {
+                // (the events replayed on connect, up to the snapshot, are past statuses: the
+                // page was drawn after them and needs no refresh for them)
+                setStatus(event.status);
+            }
         }
 
         function onToken(message) {
