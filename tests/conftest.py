@@ -4,6 +4,7 @@ created by the owner role and migrated as the owner, and tests running as the ru
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from typing import Any
 
@@ -50,23 +51,40 @@ def _create_test_database() -> None:
     owner = settings.DATABASES["owner"]
     name = owner["NAME"]
     urls = service_urls()
-    if urls.database_admin:
-        db_roles.bootstrap(
-            urls.database_admin,
-            database=name,
-            owner=owner["USER"],
-            runtime=settings.DATABASES["default"]["USER"],
-        )
-    maintenance = db_roles.with_database(db_roles.conninfo_from_settings(owner), "postgres")
-    with psycopg.connect(maintenance, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                sql.Identifier(name), sql.Identifier(owner["USER"])
+    with psycopg.connect(_maintenance_conninfo(), autocommit=True) as lock:
+        # One test process at a time (pytest-xdist workers start together): two refreshing the
+        # roles at once fail ("tuple concurrently updated"), and CREATE DATABASE fails while
+        # another's bootstrap is connected to template1. Released when the connection closes.
+        lock.execute("SELECT pg_advisory_lock(hashtext('agentdesk test database setup'))")
+        if urls.database_admin:
+            db_roles.bootstrap(
+                urls.database_admin,
+                database=name,
+                owner=owner["USER"],
+                runtime=settings.DATABASES["default"]["USER"],
             )
-        )
+        maintenance = db_roles.with_database(db_roles.conninfo_from_settings(owner), "postgres")
+        with psycopg.connect(maintenance, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(name), sql.Identifier(owner["USER"])
+                )
+            )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked serial stop or kill the PostgreSQL or Redis that every test uses: on one of
+    several pytest-xdist workers they are skipped, not run beside the other workers' tests
+    (`make test` runs them afterwards on their own, with `-m serial`)."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
+        return
+    skip = pytest.mark.skip(reason="serial: run it on its own (pytest -m serial)")
+    for item in items:
+        if item.get_closest_marker("serial"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

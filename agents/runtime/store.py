@@ -520,7 +520,12 @@ def step_transaction(
             if tx.finished or tx.parked:
                 tx.save()
             else:
-                sent = fastdb.send_with_commit(*tx._statement())
+                try:
+                    sent = fastdb.send_with_commit(*tx._statement())
+                except DatabaseError as exc:
+                    # The statement's error came back while the COMMIT was being sent (psycopg
+                    # reads what has arrived): the failure settle() would have raised.
+                    tx.raise_failed(exc)
         if sent is not None:  # (after the tenant block, which pops its own execute wrapper)
             _CommitInFlight(tx, sent)
             tx.commit_sent = True

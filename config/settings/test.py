@@ -6,9 +6,18 @@ from config.env import env
 from config.settings.base import *  # noqa: F403
 from config.settings.base import BASE_DIR, CACHES, DATABASES, REST_FRAMEWORK
 
-# One database per test run, so that parallel runs on one machine do not drop each other's.
-# Subprocesses (a Celery worker, `manage.py up`) inherit the name through the environment.
+# One database per test run, and per pytest-xdist worker of a run, so that parallel runs on one
+# machine do not drop each other's. Subprocesses (a Celery worker, `manage.py up`) inherit the
+# name through the environment. An xdist worker inherits its controller's as well: the name
+# records which worker it belongs to ("" outside xdist), and a worker that finds another's takes
+# its own, with its own metrics directory (the controller's is set in the environment too).
 TEST_DATABASE_PREFIX = "agentdesk_test_"
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if os.environ.get("AGENTDESK_TEST_DB_WORKER", "") != _XDIST_WORKER:
+    _inherited = os.environ.pop("AGENTDESK_TEST_DB", "")
+    if _inherited and os.environ.get("PROMETHEUS_MULTIPROC_DIR", "").endswith(_inherited):
+        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.environ["AGENTDESK_TEST_DB_WORKER"] = _XDIST_WORKER
 os.environ.setdefault("AGENTDESK_TEST_DB", f"{TEST_DATABASE_PREFIX}{os.getpid()}")
 for _alias in ("default", "owner"):
     DATABASES[_alias]["NAME"] = os.environ["AGENTDESK_TEST_DB"]

@@ -30,7 +30,8 @@ from core import embedded, tenancy
 from crm.models import Contact, Note
 from tests.processes import TERMINAL, Worker
 
-pytestmark = pytest.mark.slow
+# It takes down the Redis every test uses: run on its own (`make test` runs it after the rest).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 logger = logging.getLogger(__name__)
 CONCURRENCY = 4
 BEFORE = 12  # runs started before Redis goes down: 4 in flight, 8 queued in Redis

@@ -23,7 +23,8 @@ from core import database, embedded, tenancy
 from crm.models import Contact, Note
 from tests.processes import AsgiServer, Worker, wait_for
 
-pytestmark = pytest.mark.slow
+# It takes down the PostgreSQL every test uses: run on its own (`make test` runs it after the rest).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 BEFORE = 8  # runs in flight when PostgreSQL goes down
 AFTER = 8  # runs started once it is back
 DOWN_SECONDS = 5.0
@@ -54,9 +55,13 @@ def _reconnect() -> None:
 
 
 @pytest.fixture
-def restart_postgres(embedded_postgres: None) -> Iterator[Callable[[float], None]]:
+def restart_postgres(
+    embedded_postgres: None, request: pytest.FixtureRequest
+) -> Iterator[Callable[[float], None]]:
     """Stop PostgreSQL (fast shutdown: connections are cut), wait, start it again (same data
     folder, socket and port)."""
+    # Every other test's connections die with it: they must not be running meanwhile.
+    assert request.node.get_closest_marker("serial"), "a test that restarts PostgreSQL is serial"
     stopped: list[bool] = []
 
     def restart(down: float) -> None:

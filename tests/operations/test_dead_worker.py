@@ -149,6 +149,7 @@ def test_a_killed_workers_runs_go_on_elsewhere_once_its_heartbeat_stops(
     )
 
 
+@pytest.mark.serial  # takes down the PostgreSQL every test uses
 def test_a_database_outage_longer_than_the_heartbeat_timeout_takes_no_run_from_live_workers(
     make_agent: Callable[..., Agent],
     fake_llm_server: FakeProviderServer,

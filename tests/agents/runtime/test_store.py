@@ -277,9 +277,15 @@ def test_a_commit_in_flight_of_a_worker_that_lost_its_lease_writes_nothing(
     execution = _running_execution("worker-b")
     stale = Execution(**{f.attname: getattr(execution, f.attname) for f in Execution._meta.fields})
     hooks: list[str] = []
-    _send_step(stale, "worker-a", hooks)  # no error yet: the result is not read
-    with pytest.raises(store.LeaseLost):
+
+    def send_and_settle() -> None:
+        _send_step(stale, "worker-a", hooks)
         store.settle_in_flight()
+
+    # Raised when the commit is collected; or already while it is sent, if the statement's error
+    # has come back by then (a busy machine).
+    with pytest.raises(store.LeaseLost):
+        send_and_settle()
     assert hooks == []
     assert not store.commit_in_flight()
     # Rolled back, out of Django's manual transaction mode: the connection serves the next step.
