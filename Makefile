@@ -33,7 +33,7 @@ run: $(STAMP)
 # machine they stay up for the next run (or a `make run` in another terminal).
 test: $(STAMP)
 	@status=0; $(MAKE) --no-print-directory lint typecheck pytest || status=$$?; \
-	if [ -n "$$CI" ]; then $(PY) manage.py embedded stop; fi; exit $$status
+	if [ -n "$$CI" ]; then $(PY) manage.py embedded stop; $(STOP_SERIAL_SERVERS); fi; exit $$status
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -42,22 +42,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy .
 
-# Two runs: the suite on PYTEST_WORKERS pytest-xdist processes (3 was the fastest on a 2-core CI
-# VM: the tests mostly wait on workers, servers and the browser), then the tests marked serial
-# (they stop the PostgreSQL or Redis every test uses) on their own. PYTEST_ARGS goes to both (e.g.
-# PYTEST_ARGS="-x tests/api"); `make test PYTEST_WORKERS=0` runs everything in this process. The
-# status is the first run's failure, else the second's; a run left with no test counts as passed.
+# The suite on PYTEST_WORKERS pytest-xdist processes and, at the same time, the tests marked
+# serial (they stop or kill PostgreSQL or Redis) on embedded servers of their own, .data/serial
+# (tests/run.py). 3 workers were the fastest on a 2-core CI VM: the tests mostly wait on workers,
+# servers and the browser. PYTEST_ARGS goes to both runs (e.g. PYTEST_ARGS="-x tests/api");
+# `make test PYTEST_WORKERS=0` runs one plain pytest instead, one test at a time.
 PYTEST_WORKERS ?= 3
+STOP_SERIAL_SERVERS := AGENTDESK_DATA_DIR=$(CURDIR)/.data/serial $(PY) manage.py embedded stop
 
 pytest: $(STAMP) $(CHROMIUM)
-	@parallel=0; serial=0; \
-	echo "$(VENV)/bin/pytest -n $(PYTEST_WORKERS) -m 'not serial' $(PYTEST_ARGS)"; \
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS) || parallel=$$?; \
-	echo "$(VENV)/bin/pytest -m serial $(PYTEST_ARGS) -n 0"; \
-	$(VENV)/bin/pytest -m serial $(PYTEST_ARGS) -n 0 || serial=$$?; \
-	if [ $$parallel = 5 ] && [ $$serial = 5 ]; then exit 5; fi; \
-	[ $$parallel = 5 ] && parallel=0; [ $$serial = 5 ] && serial=0; \
-	exit $$(( parallel ? parallel : serial ))
+	$(PY) -m tests.run $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download does not work
 # offline); installed once, as root or through sudo.
@@ -79,4 +73,5 @@ bench: $(STAMP)
 
 clean:
 	-$(PY) manage.py embedded stop
+	-$(STOP_SERIAL_SERVERS)
 	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

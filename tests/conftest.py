@@ -78,7 +78,7 @@ def _create_test_database() -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked serial stop or kill the PostgreSQL or Redis that every test uses: on one of
     several pytest-xdist workers they are skipped, not run beside the other workers' tests
-    (`make test` runs them afterwards on their own, with `-m serial`)."""
+    (`make test` runs them in a process of their own, on servers of their own: tests/run.py)."""
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
         return
     skip = pytest.mark.skip(reason="serial: run it on its own (pytest -m serial)")

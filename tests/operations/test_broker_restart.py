@@ -30,7 +30,8 @@ from core import embedded, tenancy
 from crm.models import Contact, Note
 from tests.processes import TERMINAL, Worker
 
-# It takes down the Redis every test uses: run on its own (`make test` runs it after the rest).
+# It takes down the Redis every test uses: run on its own (`make test`: on servers of its own,
+# tests/run.py).
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 logger = logging.getLogger(__name__)
 CONCURRENCY = 4

@@ -23,7 +23,8 @@ from core import database, embedded, tenancy
 from crm.models import Contact, Note
 from tests.processes import AsgiServer, Worker, wait_for
 
-# It takes down the PostgreSQL every test uses: run on its own (`make test` runs it after the rest).
+# It takes down the PostgreSQL every test uses: run on its own (`make test`: on servers of its
+# own, tests/run.py).
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 BEFORE = 8  # runs in flight when PostgreSQL goes down
 AFTER = 8  # runs started once it is back
