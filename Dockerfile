@@ -5,7 +5,7 @@ WORKDIR /app
 COPY pyproject.toml constraints.txt ./
 COPY . .
 # uv, not pip: pyproject's exclude-dependencies keeps PyTorch out (docs/decisions/0006).
-RUN pip install "uv>=0.10" && uv pip install --system -c constraints.txt . \
+RUN pip install "uv>=0.10" && uv pip install --system --compile-bytecode -c constraints.txt . \
     && python -m compileall -q . \
     && useradd --system --home /app agentdesk \
     && mkdir -p /var/lib/agentdesk/metrics && chown agentdesk /var/lib/agentdesk/metrics \

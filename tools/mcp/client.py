@@ -25,15 +25,12 @@ import ssl
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpcore2
 import httpx2
 from django.conf import settings
-from mcp.client import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
 from tools.mcp.addresses import (
     AddressRefused,
@@ -41,6 +38,11 @@ from tools.mcp.addresses import (
     ByteBudget,
     CheckedBackend,
 )
+
+if TYPE_CHECKING:
+    # The SDK takes about 0.5 s to import: only a discovery or a call loads it, not every process
+    # that imports the admin or the tool registry.
+    from mcp.client import Client
 
 __all__ = [
     "Connection",
@@ -118,6 +120,9 @@ def _http_client(connection: Connection, budget: ByteBudget) -> httpx2.AsyncClie
 async def _session[T](
     connection: Connection, budget: ByteBudget, work: Callable[[Client], Awaitable[T]]
 ) -> T:
+    from mcp.client import Client  # noqa: PLC0415 - heavy import, see above
+    from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
+
     async with _http_client(connection, budget) as http:
         transport = streamable_http_client(connection.url, http_client=http)
         async with Client(transport, cache=None, read_timeout_seconds=connection.timeout_s) as c:
@@ -150,6 +155,8 @@ def _too_large(connection: Connection) -> McpClientError:
 
 
 def _translate(exc: BaseException, connection: Connection) -> McpClientError:
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415 - heavy import, see above
+
     causes = list(_causes(exc))
     for cause in causes:
         if isinstance(cause, AddressRefused):
