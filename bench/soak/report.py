@@ -1,0 +1,169 @@
+"""The soak's figures from what its parts left: Locust's statistics (CSV), the users' tally, the
+samples, the platform's log; as a dict (report.json) and as Markdown (report.md)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from bench.soak.sampling import Sample
+
+REPLACED = "replacing it"  # core.database's warning when it replaces a stalled pool
+RETURNED_IN_TRANSACTION = "rolling back returned connection"  # psycopg_pool's warning
+ANSWERED = re.compile(r'"(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) ([^ ?]*)[^"]*" (5\d\d)')
+DJANGO_5XX = re.compile(r"ERROR django\.request: ([^:]+): (\S+)")
+
+
+def locust_rows(stats_csv: Path) -> list[dict[str, Any]]:
+    rows = []
+    with stats_csv.open() as handle:
+        for row in csv.DictReader(handle):
+            rows.append(
+                {
+                    "type": row["Type"],
+                    "name": row["Name"],
+                    "requests": int(row["Request Count"]),
+                    "failures": int(row["Failure Count"]),
+                    "rps": float(row["Requests/s"]),
+                    "p50_ms": _number(row["50%"]),
+                    "p95_ms": _number(row["95%"]),
+                    "p99_ms": _number(row["99%"]),
+                    "max_ms": _number(row["Max Response Time"]),
+                }
+            )
+    return rows
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def server_errors(tally: dict[str, int], web_log: list[str]) -> dict[str, dict[str, int]]:
+    """Answers 500 and above: those the clients received (HTTP requests and websocket handshakes,
+    by name and status), those the ASGI server's access log shows, and those Django logged
+    (``django.request`` errors: they include requests whose client had left, which no client
+    and no access line sees), with unhandled exceptions in the ASGI application."""
+    received = {}
+    for key, count in tally.items():
+        status = key.rsplit(" ", 1)[-1]
+        if key.startswith(("http ", "ws ")) and status.isdigit() and int(status) >= 500:
+            received[key] = count
+    answered: dict[str, int] = {}
+    logged: dict[str, int] = {}
+    for line in web_log:
+        if found := ANSWERED.search(line):
+            key = f"{found[1]} {_shape(found[2])} {found[3]}"
+            answered[key] = answered.get(key, 0) + 1
+        if found := DJANGO_5XX.search(line):
+            key = f"{_shape(found[2])} {found[1]}"
+            logged[key] = logged.get(key, 0) + 1
+        if "Exception in ASGI application" in line:
+            logged["ASGI application exception"] = logged.get("ASGI application exception", 0) + 1
+    return {"received": received, "access_log": answered, "django_logged": logged}
+
+
+def _shape(path: str) -> str:
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[id]", path)
+
+
+def server_error_count(errors: dict[str, dict[str, int]]) -> int:
+    return sum(sum(group.values()) for group in errors.values())
+
+
+def pool_replacements(web_log: list[str], last: Sample | None) -> dict[str, Any]:
+    logged = [line for line in web_log if REPLACED in line]
+    counted = {k: v for k, v in (last.pool if last else {}).items() if "replace" in k}
+    returned = [line for line in web_log if RETURNED_IN_TRANSACTION in line]
+    return {
+        "logged": len(logged),
+        "lines": logged[:20],
+        "metric": counted,
+        "returned_in_transaction": len(returned),
+    }
+
+
+def connection_series(samples: list[Sample]) -> list[dict[str, Any]]:
+    series = []
+    for sample in samples:
+        point: dict[str, Any] = {"t": sample.at}
+        for group in ("web", "worker", "beat", "other"):
+            states: dict[str, int] = dict(sample.connections.get(group, {}))
+            point[group] = {"total": sum(states.values()), **dict(states)}
+        point["pool"] = sample.pool
+        point["rss_mb"] = sample.rss_mb
+        series.append(point)
+    return series
+
+
+def rss_growth(samples: list[Sample], warmup: float) -> dict[str, Any]:
+    if not samples:
+        return {}
+    warm = next((s for s in samples if s.at >= warmup), samples[-1])
+    end = samples[-1]
+    growth = {}
+    for name in ("web", "worker"):
+        before, after = warm.rss_mb.get(name, math.nan), end.rss_mb.get(name, math.nan)
+        growth[name] = {
+            "after_warmup_mb": before,
+            "at_end_mb": after,
+            "growth_pct": round((after - before) * 100 / before, 1) if before else math.nan,
+        }
+    return {"warmup_at_s": warm.at, "end_at_s": end.at, **growth}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"Soak of {report['seconds']:.0f} s, users {report['users']}, "
+        f"{report['requests_per_second']:.1f} requests/s in all.",
+        "",
+        f"Machine: {report['machine']['describe']}",
+        "",
+        "| type | name | requests | failures | req/s | p50 ms | p95 ms | p99 ms | max ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["requests"]:
+        lines.append(
+            f"| {row['type']} | {row['name']} | {row['requests']} | {row['failures']} | "
+            f"{row['rps']:.2f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} | {row['p99_ms']:.0f} |"
+            f" {row['max_ms']:.0f} |"
+        )
+    lines += [
+        "",
+        f"5xx: {report.get('server_error_count', 0)} {report['server_errors']}",
+        f"pool replacements: {report['pool_replacements']['logged']} logged, "
+        f"metric {report['pool_replacements']['metric'] or 'not served'}; connections "
+        f"returned to the pool inside a transaction (psycopg_pool rolled them back): "
+        f"{report['pool_replacements']['returned_in_transaction']}",
+        f"RSS: {report['rss']}",
+        f"runs ended (as API clients saw them): {report['runs']}",
+        f"other answers: {report['statuses']}",
+        "",
+        "| t s | web conns (active / idle / idle in tx) | worker conns (active / idle / idle in tx)"
+        " | pool series | web RSS MB | worker RSS MB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for point in report["connections"]:
+        web, worker = point["web"], point["worker"]
+        lines.append(
+            f"| {point['t']:.0f} | {_conns(web)} | {_conns(worker)} | "
+            f"{_pool(point['pool'])} | {point['rss_mb'].get('web')} | "
+            f"{point['rss_mb'].get('worker')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _conns(group: dict[str, int]) -> str:
+    return (
+        f"{group['total']} ({group.get('active', 0)} / {group.get('idle', 0)} / "
+        f"{group.get('idle in transaction', 0)})"
+    )
+
+
+def _pool(series: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in series.items() if "replace" not in k) or "—"
