@@ -223,7 +223,7 @@ class AgentAdmin(AgencyScopedAdmin):
 
     # --- actions -----------------------------------------------------------------------------
     def has_run_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_change_permission(request)
+        return views.may_run(self, request)
 
     @admin.action(description="Activate selected agents", permissions=["change"])
     def activate(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:

@@ -21,9 +21,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from agents.models import Agent, AgentVersion
+from agents.services import agent_version_restore
 from agents.services.versions import (
     access_agent_version,
-    agent_version_restore,
     agent_versions,
     config_of,
     field_label,
@@ -32,7 +32,9 @@ from agents.services.versions import (
 from core.exceptions import ApplicationError
 
 if TYPE_CHECKING:
-    from agents.admin.agent import AgentAdmin
+    # The agent admin calls these views with itself; typed by its base class, which keeps
+    # this module below agents.admin.agent.
+    from core.admin_scoping import AgencyScopedAdmin as AgentAdmin
 
 PER_PAGE = 50
 

@@ -9,6 +9,7 @@ from agents.services.agents import (
     agent_delete,
     agent_duplicate,
     agent_update,
+    agent_version_restore,
     validate_agent_fields,
 )
 from agents.services.executions import (
@@ -33,6 +34,7 @@ __all__ = [
     "agent_delete",
     "agent_duplicate",
     "agent_update",
+    "agent_version_restore",
     "agents_subscribed",
     "cancel_pending_decisions",
     "enqueue_execution",

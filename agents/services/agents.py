@@ -10,11 +10,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.forms.models import model_to_dict
+from django.http import Http404
 from django.utils.text import slugify
 
 from agents.models import Agent, AgentConfig, AgentGoal, AgentTemplate, AgentVersion
 from agents.schedules import InvalidCron, agent_schedule_remove, agent_schedule_sync, parse_cron
-from agents.services.versions import agent_version_record
+from agents.services.versions import agent_version_record, config_fields, config_of
 from agents.triggers import InvalidConditions, event_type_error, validate_conditions
 from core.events import event_emit
 from core.exceptions import ApplicationError
@@ -83,6 +84,7 @@ def _save(agent: Agent) -> None:
                 fields={
                     "slug": [f"An agent with slug {agent.slug!r} already exists on this site."]
                 },
+                status=409,
             ) from exc
         raise
 
@@ -141,7 +143,7 @@ def agent_update(
 ) -> Agent:
     """Change fields; ``ai.agent.updated`` carries what changed (and the version a change of
     the configuration made), activation its own event. ``restored_from``: the version whose
-    configuration ``fields`` are (agents.services.versions.agent_version_restore)."""
+    configuration ``fields`` are (:func:`agent_version_restore`)."""
     _check_known(fields)
     validate_agent_fields(fields)
     before = model_to_dict(agent, fields=list(fields))
@@ -166,6 +168,30 @@ def agent_update(
         state = "ai.agent.activated" if agent.is_active else "ai.agent.deactivated"
         _emit(agent, state, {"name": agent.name}, user_id)
     return agent
+
+
+def agent_version_restore(
+    *, agent: Agent, version: AgentVersion, user_id: int | None = None
+) -> AgentVersion:
+    """Apply ``version``'s configuration to ``agent`` through :func:`agent_update` (validation,
+    ``ai.agent.updated``, the cron entry), which records it as a new version. A version whose
+    configuration is the agent's already is a 409 and changes nothing.
+
+    Precondition: in the agent's agency context."""
+    if version.agent_id != agent.pk:
+        raise Http404("No such version of this agent.")
+    if config_of(agent) == version.config:
+        raise ApplicationError(
+            "no_change",
+            f"Version {version.number}'s configuration is the agent's current one already.",
+            status=409,
+        )
+    agent_update(
+        agent=agent, user_id=user_id, restored_from=version, **config_fields(version.config)
+    )
+    current = agent.current_version
+    assert current is not None  # agent_update recorded the change
+    return current
 
 
 def _jsonable(value: Any) -> Any:

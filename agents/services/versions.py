@@ -20,7 +20,6 @@ from django.db import models
 from django.http import Http404
 
 from agents.models import VERSIONED_FIELDS, Agent, AgentConfig, AgentVersion
-from core.exceptions import ApplicationError
 
 type VersionConfig = dict[str, Any]  # field name -> JSON value
 
@@ -104,32 +103,6 @@ def agent_version_record(
     Agent.objects.filter(pk=agent.pk).update(current_version=version)
     agent.current_version = version
     return version
-
-
-def agent_version_restore(
-    *, agent: Agent, version: AgentVersion, user_id: int | None = None
-) -> AgentVersion:
-    """Apply ``version``'s configuration to ``agent`` through :func:`agent_update` (validation,
-    ``ai.agent.updated``, the cron entry), which records it as a new version. A version whose
-    configuration is the agent's already is a 409 and changes nothing.
-
-    Precondition: in the agent's agency context."""
-    from agents.services.agents import agent_update  # noqa: PLC0415 - it calls this module
-
-    if version.agent_id != agent.pk:
-        raise Http404("No such version of this agent.")
-    if config_of(agent) == version.config:
-        raise ApplicationError(
-            "no_change",
-            f"Version {version.number}'s configuration is the agent's current one already.",
-            status=409,
-        )
-    agent_update(
-        agent=agent, user_id=user_id, restored_from=version, **config_fields(version.config)
-    )
-    current = agent.current_version
-    assert current is not None  # agent_update recorded the change
-    return current
 
 
 # --- reads --------------------------------------------------------------------------------------

@@ -25,10 +25,10 @@ from agents.services import (
     agent_deactivate,
     agent_duplicate,
     agent_update,
+    agent_version_restore,
     execution_create,
 )
 from agents.services.versions import (
-    agent_version_restore,
     agent_versions,
     config_of,
     version_diff,
