@@ -18,6 +18,7 @@ streams to no one, and none pays a Redis round trip per model call to find out).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import queue
 import threading
@@ -71,6 +72,37 @@ def agency_group(agency_id: uuid.UUID | str) -> str:
 def user_group(agency_id: uuid.UUID | str, user_id: int) -> str:
     """One member of one agency: what is meant for that person only (a notification to them)."""
     return f"agency.{agency_id}.user.{user_id}"
+
+
+# The credentials open sockets were authenticated with: a change that ends or alters one is
+# published to its group, and every socket it opened closes (live/authenticating.py; the close
+# codes are in docs/live-protocol.md). ``change`` says what happened, not how sockets react.
+CREDENTIAL_MESSAGE = "credential.changed"
+CREDENTIAL_ENDED = "ended"  # an API key revoked, a session logged out: refused from now on
+CREDENTIAL_REMOVED = "removed"  # a login no longer a member of the agency it watched
+CREDENTIAL_ROLE_CHANGED = "role_changed"  # a member's role changed: their rights did
+
+
+def api_key_group(prefix: str) -> str:
+    """Sockets opened with the API key ``adk_<prefix>_…`` (the prefix is unique and visible)."""
+    return f"credential.key.{prefix}"
+
+
+def login_group(user_id: int) -> str:
+    """Sockets opened by any session of the login ``user_id``."""
+    return f"credential.user.{user_id}"
+
+
+def session_group(session_key: str) -> str:
+    """Sockets opened with one session. Hashed: a session key is a bearer secret, and group
+    names are Redis channel names, visible to anything that may list them."""
+    return f"credential.session.{hashlib.sha256(session_key.encode()).hexdigest()[:32]}"
+
+
+def credential_changed_on_commit(groups: list[str], *, change: str, reason: str) -> None:
+    """Tell the sockets of ``groups`` that their credential ``change``-d (a ``CREDENTIAL_*``),
+    once the change commits; ``reason`` is shown to the client as the close reason."""
+    broadcast_on_commit(groups, {"type": CREDENTIAL_MESSAGE, "change": change, "reason": reason})
 
 
 class _Publisher:

@@ -1,6 +1,7 @@
 """Websocket consumers: one execution's events, and one agency's dashboard. Thin: who may watch
 is decided by :mod:`live.auth` and :mod:`live.selectors`; what is sent is :mod:`live.protocol`.
-Nothing is writable over a socket: a client may only authenticate and ping.
+Nothing is writable over a socket: a client may only authenticate and ping. Authenticating,
+and closing a socket whose credential ends or changes, is :mod:`live.authenticating`'s.
 
 Catching up without a gap or a duplicate (docs/live-protocol.md): the consumer subscribes to the
 execution's group first, then publishes a marker to that group and waits for it. Events that
@@ -19,22 +20,18 @@ import json
 import logging
 import uuid
 from typing import Any
-from urllib.parse import parse_qs
 
-from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.http import Http404
-from rest_framework.exceptions import AuthenticationFailed
 
 from agents.models import Execution, ExecutionStatus
 from core import realtime
 from core.api.principal import Principal, principal_context
 from live import auth, protocol, selectors
+from live.authenticating import AuthenticatingConsumer
 
 logger = logging.getLogger(__name__)
 
-AUTH_TIMEOUT_SECONDS = 5.0  # for the first message of a client authenticating with a key
 MARKER_WAIT_SECONDS = 0.5  # then the marker is published again (at most MARKER_TRIES times)
 MARKER_TRIES = 4
 RESYNC_SECONDS = 10.0
@@ -48,91 +45,7 @@ _PARKED_OR_DONE = {
 }
 
 
-class _AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
-    """Accepts, then authenticates by the admin session, an ``Authorization: Bearer`` key on the
-    handshake, or a first message ``{"type": "auth", "api_key": ...}``; anything else closes
-    with CLOSE_UNAUTHENTICATED. Subclasses start watching in :meth:`start`."""
-
-    principal: Principal | None = None
-
-    async def connect(self) -> None:
-        self._auth_timer: asyncio.Task[None] | None = None
-        await self.accept()
-        try:
-            self.parse_query(parse_qs(self.scope.get("query_string", b"").decode("latin-1")))
-        except ValueError:
-            await self.close(code=protocol.CLOSE_BAD_REQUEST)
-            return
-        try:
-            principal = await database_sync_to_async(auth.principal_for_handshake)(self.scope)
-        except AuthenticationFailed:
-            await self.close(code=protocol.CLOSE_UNAUTHENTICATED)
-            return
-        if principal is None:
-            self._auth_timer = asyncio.create_task(self._close_unless_authenticated())
-            return
-        await self._begin(principal)
-
-    def parse_query(self, query: dict[str, list[str]]) -> None:
-        """Read the handshake's query parameters; ValueError: bad request."""
-
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if not isinstance(content, dict):
-            return
-        kind = content.get("type")
-        if kind == "ping":
-            await self.send_json({"type": "pong"})
-        elif kind == "auth" and self.principal is None:
-            if self._auth_timer is not None:
-                self._auth_timer.cancel()
-            key = content.get("api_key")
-            principal = (
-                await database_sync_to_async(auth.principal_for_key)(key)
-                if isinstance(key, str)
-                else None
-            )
-            if principal is None:
-                await self.close(code=protocol.CLOSE_UNAUTHENTICATED)
-                return
-            await self._begin(principal)
-        # Anything else is ignored: nothing is writable over a socket.
-
-    async def _close_unless_authenticated(self) -> None:
-        await asyncio.sleep(AUTH_TIMEOUT_SECONDS)
-        if self.principal is None:
-            await self.close(code=protocol.CLOSE_UNAUTHENTICATED)
-
-    async def _begin(self, principal: Principal) -> None:
-        self.principal = principal
-        try:
-            await self.start(principal)
-        except Http404:
-            await self.close(code=protocol.CLOSE_NOT_FOUND)
-
-    async def start(self, principal: Principal) -> None:
-        raise NotImplementedError
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels' own dispatch first closes stale database connections through
-        # sync_to_async: a hop to the process's one sync thread per message and consumer, so
-        # 50 watchers of a run queued 50 hops behind each other per event (bench.live_latency).
-        # Every database access here goes through database_sync_to_async, which does that in
-        # its thread anyway; the handler is called directly.
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            raise ValueError(f"No handler for message type {message['type']}")
-        await handler(message)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if text_data is None:
-            return  # binary frames mean nothing here
-        try:
-            await super().receive(text_data=text_data)
-        except ValueError:  # not JSON
-            return
-
-
-class ExecutionConsumer(_AuthenticatingConsumer):
+class ExecutionConsumer(AuthenticatingConsumer):
     """``/ws/executions/<id>/?after=<seq>``: the execution's snapshot, the events it missed
     after ``seq`` (all, without it), then its live events and streamed model text."""
 
@@ -298,8 +211,7 @@ class ExecutionConsumer(_AuthenticatingConsumer):
         for task in (getattr(self, "marker_task", None), getattr(self, "resync", None)):
             if task is not None:
                 task.cancel()
-        if self._auth_timer is not None:
-            self._auth_timer.cancel()
+        await super().disconnect(code)
         if hasattr(self, "group"):
             with contextlib.suppress(Exception):  # Redis gone: nothing left to leave
                 await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -343,7 +255,7 @@ def _client_event(event: protocol.ExecutionEvent) -> dict[str, Any]:
     }
 
 
-class AgencyConsumer(_AuthenticatingConsumer):
+class AgencyConsumer(AuthenticatingConsumer):
     """``/ws/agency/``: every status change of the agency's runs (for dashboards), and
     notifications meant for the logged-in person. A superuser names the agency with
     ``?agency=<id>``."""
@@ -374,8 +286,7 @@ class AgencyConsumer(_AuthenticatingConsumer):
         await self.send_json(message)
 
     async def disconnect(self, code: int) -> None:
-        if self._auth_timer is not None:
-            self._auth_timer.cancel()
+        await super().disconnect(code)
         for group in getattr(self, "groups_joined", []):
             with contextlib.suppress(Exception):
                 await self.channel_layer.group_discard(group, self.channel_name)

@@ -15,9 +15,12 @@ GROUP_EVENT = "execution.event"  # a sequenced event, sent after its transaction
 GROUP_TOKEN = "execution.token"  # noqa: S105 - a message type: streamed model text, not persisted
 
 # Close codes (4000-4999 are the application's; see docs/live-protocol.md).
-CLOSE_UNAUTHENTICATED = 4401  # no session and no valid API key
+CLOSE_UNAUTHENTICATED = 4401  # no valid session or API key (or it ended while open)
 CLOSE_NOT_FOUND = 4404  # another agency's, deleted or made-up execution / dashboard: all alike
 CLOSE_BAD_REQUEST = 4400  # a malformed ``after`` or first message
+# While open (the credential's change committed, or found by the periodic check):
+CLOSE_FORBIDDEN = 4403  # the login is no longer a member of the agency it watched
+CLOSE_RECONNECT = 4409  # the login's role changed: a new socket acts with the new rights
 
 # How much of a step's text and of a tool's arguments and result an event carries; the
 # execution's page links to the whole step.

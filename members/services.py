@@ -18,7 +18,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core import tenancy
+from core import realtime, tenancy
 from core.exceptions import ApplicationError
 from core.models import Agency, Membership, Role, User
 from members.emails import send_invitation_email
@@ -311,7 +311,8 @@ def _guard_last_admin(membership: Membership, admins: list[Membership], what: st
 
 
 def membership_change_role(*, membership: Membership, role: str) -> Membership:
-    """Give a member another role; the agency's last admin keeps theirs. Precondition: the
+    """Give a member another role; the agency's last admin keeps theirs. The member's open
+    sockets close once it commits (they reconnect with the new role). Precondition: the
     agency's context."""
     role = _clean_role(role)
     with transaction.atomic():
@@ -323,18 +324,28 @@ def membership_change_role(*, membership: Membership, role: str) -> Membership:
             _guard_last_admin(locked, admins, "demoted")
         locked.role = role
         locked.save(update_fields=["role", "updated_at"])
+        realtime.credential_changed_on_commit(
+            [realtime.login_group(locked.user_id)],
+            change=realtime.CREDENTIAL_ROLE_CHANGED,
+            reason=f"role changed to {role}",
+        )
     return locked
 
 
 def membership_remove(*, membership: Membership) -> None:
     """The member leaves the agency: their login stays (platform-wide) but sees no agency from
-    the next request on, over the admin and the API alike. The last admin cannot be removed.
-    Precondition: the agency's context."""
+    the next request on, over the admin and the API alike, and their open sockets close once
+    it commits. The last admin cannot be removed. Precondition: the agency's context."""
     with transaction.atomic():
         admins = _lock_admins(membership.agency_id)
         locked = Membership.objects.select_for_update().get(pk=membership.pk)
         _guard_last_admin(locked, admins, "removed")
         locked.delete()
+        realtime.credential_changed_on_commit(
+            [realtime.login_group(locked.user_id)],
+            change=realtime.CREDENTIAL_REMOVED,
+            reason="removed from the agency",
+        )
 
 
 def expiry_days() -> int:

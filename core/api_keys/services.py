@@ -8,6 +8,7 @@ import uuid
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core import realtime
 from core.api_keys.models import ApiKey, format_key, hash_secret, new_prefix, new_secret
 from core.exceptions import ApplicationError
 from core.models import Role
@@ -64,11 +65,16 @@ def api_key_create(
 
 
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
-    """Revoke a key (idempotent); it is refused from the next request on. Precondition: in the
-    key's agency context."""
+    """Revoke a key (idempotent); it is refused from the next request on, and the sockets it
+    opened close once the revocation commits. Precondition: in the key's agency context."""
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at", "updated_at"])
+        realtime.credential_changed_on_commit(
+            [realtime.api_key_group(api_key.prefix)],
+            change=realtime.CREDENTIAL_ENDED,
+            reason="API key revoked",
+        )
     return api_key
 
 

@@ -73,7 +73,8 @@ def main() -> int:
         except ConnectionClosed as closed:
             code = closed.rcvd.code if closed.rcvd else None
             if code in FINAL_CLOSE_CODES:
-                print(f"closed: {FINAL_CLOSE_CODES[code]}", file=sys.stderr)
+                reason = f" ({closed.rcvd.reason})" if closed.rcvd and closed.rcvd.reason else ""
+                print(f"closed: {FINAL_CLOSE_CODES[code]}{reason}", file=sys.stderr)
                 return 1
             print(f"\n(connection lost, resuming after #{last_seq})", file=sys.stderr)
             time.sleep(1)

@@ -58,6 +58,7 @@ def open_socket(
 class Received:
     messages: list[dict[str, Any]] = field(default_factory=list)
     close_code: int | None = None
+    close_reason: str = ""
 
 
 def read_until(
@@ -76,6 +77,7 @@ def read_until(
                 return received
     except ConnectionClosed as closed:
         received.close_code = closed.rcvd.code if closed.rcvd else None
+        received.close_reason = closed.rcvd.reason if closed.rcvd else ""
     except TimeoutError:
         pass
     return received

@@ -405,8 +405,11 @@
                 }
             });
             socket.addEventListener("close", function (closed) {
-                if (closed.code === 4404 || closed.code === 4401) {
-                    setConn("closed", closed.code === 4404 ? "not found" : "signed out");
+                // 4401: signed out (or the key ended), 4403: no longer a member, 4404: not
+                // found; 4409 (role changed) reconnects below with the new rights.
+                const refused = {4401: "signed out", 4403: "no access", 4404: "not found"};
+                if (refused[closed.code]) {
+                    setConn("closed", refused[closed.code]);
                     return; // reconnecting would be refused again
                 }
                 if (streaming) {

@@ -177,8 +177,8 @@
             });
             socket.addEventListener("close", function (event) {
                 setState("closed");
-                // 4401/4404: not allowed (logged out, agency gone): polling only.
-                if (event.code === 4401 || event.code === 4404) {
+                // 4401/4403/4404: not allowed (logged out, removed, agency gone): polling only.
+                if (event.code === 4401 || event.code === 4403 || event.code === 4404) {
                     return;
                 }
                 const wait = backoff / 2 + Math.random() * (backoff / 2);
