@@ -55,11 +55,16 @@ def _alive(pid: int) -> bool:
 
 
 class Worker:
-    """A real `celery worker` subprocess; can be killed and started again."""
+    """A real `celery worker` subprocess; can be killed and started again. ``plain``: started
+    as production starts one (`celery -A config worker`: the pool and concurrency of the
+    settings, mingle and gossip on), not trimmed for the suite."""
 
-    def __init__(self, *, queue: str | None = None, concurrency: int = 8, **env: str) -> None:
+    def __init__(
+        self, *, queue: str | None = None, concurrency: int = 8, plain: bool = False, **env: str
+    ) -> None:
         self.queue = queue
         self.concurrency = concurrency
+        self.plain = plain
         self.extra_env = env
         self.process: subprocess.Popen[bytes] | None = None
         self.log = _log_dir() / f"worker-{uuid.uuid4().hex[:6]}.log"
@@ -79,10 +84,13 @@ class Worker:
         environment.update(self.extra_env)
         environment.update(env)
         self.log.parent.mkdir(exist_ok=True)
+        trimmed = [
+            "--pool", "threads", "--concurrency", str(self.concurrency),
+            "--without-mingle", "--without-gossip",
+        ]  # fmt: skip
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
-             "--concurrency", str(self.concurrency), "--loglevel", "INFO",
-             "--without-mingle", "--without-gossip",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
+             *([] if self.plain else trimmed),
              "-n", f"test-{uuid.uuid4().hex[:8]}@%h",
              *(["-Q", self.queue] if self.queue else [])],
             cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,

@@ -140,7 +140,11 @@ def test_runs_survive_a_redis_restart_and_the_worker_goes_on_after_it(
     how: str,
 ) -> None:
     agent, contact = _agent(make_agent, fake_llm_server)
-    worker = Worker(concurrency=CONCURRENCY, AGENTDESK_LEASE_SECONDS="300").start()
+    # Started as production starts it (`celery -A config worker`: mingle, gossip and the control
+    # queue's fanout channel too), its concurrency set the way an operator sets it.
+    worker = Worker(
+        plain=True, CELERY_WORKER_CONCURRENCY=str(CONCURRENCY), AGENTDESK_LEASE_SECONDS="300"
+    ).start()
     try:
         reap_expired_leases()  # the reaper knows the broker before it goes down
         before = _start(agent, BEFORE)
