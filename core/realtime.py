@@ -18,6 +18,7 @@ streams to no one, and none pays a Redis round trip per model call to find out).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import logging
 import queue
@@ -111,6 +112,7 @@ class _Publisher:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._sent_at = 0.0  # time.monotonic() when the publisher thread took its last batch
+        self._exit_flush = False  # flush registered to run at the interpreter's exit
 
     def publish(self, groups: list[str], message: dict[str, Any]) -> None:
         self._ensure_started()
@@ -123,8 +125,8 @@ class _Publisher:
 
     def flush(self, timeout: float = 5.0) -> None:
         """Wait until everything queued so far has been sent (tests, benchmarks, shutdown)."""
-        if self._thread is None:
-            return
+        if self._thread is None or not self._thread.is_alive():
+            return  # nothing was sent, or a forked child: the parent's thread is not here
         done = threading.Event()
         self._queue.put(done)
         done.wait(timeout)
@@ -138,6 +140,11 @@ class _Publisher:
                     target=self._run, name="realtime-publisher", daemon=True
                 )
                 self._thread.start()
+                if not self._exit_flush:
+                    # A process that ends right after its commit (``manage.py api_keys
+                    # revoke``) would otherwise lose what it queued with the daemon thread.
+                    atexit.register(self.flush)
+                    self._exit_flush = True
 
     def _run(self) -> None:
         layer = get_channel_layer()

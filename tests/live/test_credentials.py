@@ -7,7 +7,10 @@ the report); the assertion is only that it came before a generous deadline."""
 from __future__ import annotations
 
 import datetime
+import os
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +29,7 @@ from live import protocol
 from tests.agents.factories import AgentFactory
 from tests.factories import MembershipFactory
 from tests.live.helpers import Received, ScriptedRun, open_socket, read_until, session_cookie
-from tests.processes import AsgiServer
+from tests.processes import ROOT, AsgiServer
 
 pytestmark = pytest.mark.slow
 
@@ -98,6 +101,28 @@ def test_revoking_the_key_closes_the_sockets_it_opened(
             "API key revoked",
         )
         assert _still_open(bystander)  # another key of the agency watches on
+
+
+def test_revoking_the_key_from_the_shell_closes_its_sockets(
+    asgi_server: AsgiServer, live_db: None
+) -> None:
+    """``manage.py api_keys revoke`` is a process that ends right after the revocation commits:
+    what it published is sent before it exits."""
+    agency = MembershipFactory.create(role=Role.ADMIN).agency
+    key, full_key = _key(agency)
+    environment = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings.test")
+    environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    command = [sys.executable, "manage.py", "api_keys", "revoke", key.prefix]
+    with _watch(asgi_server, "agency", agency, api_key=full_key) as socket:
+        received = _closed_after(
+            socket,
+            lambda: subprocess.run(command, cwd=ROOT, env=environment, check=True, timeout=120),
+            "revoked from the shell",
+        )
+    assert (received.close_code, received.close_reason) == (
+        protocol.CLOSE_UNAUTHENTICATED,
+        "API key revoked",
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
