@@ -4,6 +4,7 @@ webhooks with their secrets, and run limits that a 10-minute soak does not reach
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -44,10 +45,11 @@ def prepare(base: str, *, api_clients: int, webhooks: int) -> dict[str, Any]:
             made.raise_for_status()
             return str(made.json()["key"])
 
-        hooks = []
+        hooks, run = [], uuid.uuid4().hex[:8]  # names are unique per agent: a fresh pair a run
         for n in range(webhooks):
             made = admin.post(
-                f"/api/v1/agents/{agents[WEBHOOK_AGENT]}/webhooks/", json={"name": f"soak {n}"}
+                f"/api/v1/agents/{agents[WEBHOOK_AGENT]}/webhooks/",
+                json={"name": f"soak {run} {n}"},
             )
             made.raise_for_status()
             url = httpx.URL(made.json()["url"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,38 @@ def connection_series(samples: list[Sample]) -> list[dict[str, Any]]:
     return series
 
 
+def per_minute(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The connection series by minute of the soak: the most and the median of each figure, the
+    memory at the minute's last sample."""
+    minutes: dict[int, list[dict[str, Any]]] = {}
+    for point in series:
+        minutes.setdefault(int(point["t"] // 60), []).append(point)
+    rows = []
+    for minute, points in sorted(minutes.items()):
+        in_use = [p["pool"].get('agentdesk_db_pool_connections{state="in_use"}') for p in points]
+        in_use_known = [v for v in in_use if v is not None]
+        rows.append(
+            {
+                "minute": minute,
+                "samples": len(points),
+                "pool_in_use_max": max(in_use_known, default=math.nan),
+                "pool_in_use_median": statistics.median(in_use_known) if in_use_known else math.nan,
+                "pool_waiting_max": max(
+                    (p["pool"].get("agentdesk_db_pool_requests_waiting", 0) for p in points),
+                    default=0,
+                ),
+                "web_connections_max": max(p["web"]["total"] for p in points),
+                "web_idle_in_transaction_max": max(
+                    p["web"].get("idle in transaction", 0) for p in points
+                ),
+                "worker_connections_max": max(p["worker"]["total"] for p in points),
+                "web_rss_mb": points[-1]["rss_mb"].get("web"),
+                "worker_rss_mb": points[-1]["rss_mb"].get("worker"),
+            }
+        )
+    return rows
+
+
 def rss_growth(samples: list[Sample], warmup: float) -> dict[str, Any]:
     if not samples:
         return {}
@@ -144,26 +177,16 @@ def markdown(report: dict[str, Any]) -> str:
         f"runs ended (as API clients saw them): {report['runs']}",
         f"other answers: {report['statuses']}",
         "",
-        "| t s | web conns (active / idle / idle in tx) | worker conns (active / idle / idle in tx)"
-        " | pool series | web RSS MB | worker RSS MB |",
-        "|---|---|---|---|---|---|",
+        "| minute | samples | pool in use, max / median (of 32) | requests waiting, max | web "
+        "connections, max (idle in transaction, max) | worker connections, max | web RSS MB | "
+        "worker RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for point in report["connections"]:
-        web, worker = point["web"], point["worker"]
+    for row in per_minute(report["connections"]):
         lines.append(
-            f"| {point['t']:.0f} | {_conns(web)} | {_conns(worker)} | "
-            f"{_pool(point['pool'])} | {point['rss_mb'].get('web')} | "
-            f"{point['rss_mb'].get('worker')} |"
+            f"| {row['minute']} | {row['samples']} | {row['pool_in_use_max']:g} / "
+            f"{row['pool_in_use_median']:g} | {row['pool_waiting_max']:g} | "
+            f"{row['web_connections_max']} ({row['web_idle_in_transaction_max']}) | "
+            f"{row['worker_connections_max']} | {row['web_rss_mb']} | {row['worker_rss_mb']} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def _conns(group: dict[str, int]) -> str:
-    return (
-        f"{group['total']} ({group.get('active', 0)} / {group.get('idle', 0)} / "
-        f"{group.get('idle in transaction', 0)})"
-    )
-
-
-def _pool(series: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:g}" for k, v in series.items() if "replace" not in k) or "—"
