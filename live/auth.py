@@ -17,11 +17,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from importlib import import_module
-from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
+from django.utils.crypto import constant_time_compare
 from rest_framework.exceptions import AuthenticationFailed
 
 from core import realtime, tenancy
@@ -88,14 +88,28 @@ def authenticate(credential: Credential) -> Principal | None:
 
 def _session_user(credential: Credential) -> User | None:
     """The session's login as Django's own check finds it (session present and not expired,
-    its password hash still the login's, the login active), if it is still ``user_id``."""
+    its password hash still the login's, the login active), if it is still ``user_id``.
+
+    Read only, unlike ``django.contrib.auth.get_user``, which flushes a session whose hash does
+    not match and gives one that matches a fallback secret a new key: done from a socket, the
+    browser holding the session would find itself logged out."""
     if not credential.session_key:
         return None
     store = import_module(settings.SESSION_ENGINE).SessionStore(credential.session_key)
-    user = get_user(SimpleNamespace(session=store))  # type: ignore[arg-type]
-    if not user.is_authenticated or user.pk != credential.user_id:
+    try:
+        user_id = User._meta.pk.to_python(store[SESSION_KEY])
+        backend_path = store[BACKEND_SESSION_KEY]
+    except KeyError:  # logged out, expired, or never a login's
         return None
-    assert isinstance(user, User)
+    if backend_path not in settings.AUTHENTICATION_BACKENDS:
+        return None
+    user = load_backend(backend_path).get_user(user_id)  # None: gone or deactivated
+    if not isinstance(user, User) or user.pk != credential.user_id:
+        return None
+    session_hash = store.get(HASH_SESSION_KEY) or ""
+    hashes = [user.get_session_auth_hash(), *user.get_session_auth_fallback_hash()]
+    if not session_hash or not any(constant_time_compare(session_hash, h) for h in hashes):
+        return None  # the password changed since this session logged in
     return user
 
 

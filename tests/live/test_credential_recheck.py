@@ -4,6 +4,8 @@ gone) and the announced ones, in case their message was lost while Redis was dow
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.sessions.models import Session
 from django.test import Client
@@ -115,3 +117,14 @@ def test_a_credential_names_its_groups_without_reading_anything() -> None:
     session = auth.Credential(user_id=7, session_key="k" * 32)
     assert session.groups() == [realtime.login_group(7), realtime.session_group("k" * 32)]
     assert "k" * 32 not in realtime.session_group("k" * 32)  # a bearer secret stays out of Redis
+
+
+def test_rechecking_a_session_never_changes_it(settings: Any) -> None:
+    """A session signed with a secret since rotated into ``SECRET_KEY_FALLBACKS`` is still valid,
+    and keeps its key: Django's ``get_user`` would give it a new one, which the browser never
+    learns (logged out by its own page's socket)."""
+    credential, principal = _session(MembershipFactory.create())
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a rotated secret key of enough length to be a real one, 0123456789"
+    assert auth.recheck(credential, principal) is None
+    assert Session.objects.filter(pk=credential.session_key).exists()
