@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
-from django.db import transaction
 from django.urls import reverse
 
 from core.models import Membership, Role
 from core.realtime import agency_group, broadcast_on_commit
+from core.sending import send_task_on_commit
 
 if TYPE_CHECKING:
     from approvals.models import Approval, Question
@@ -69,17 +69,14 @@ def _on_commit(kind: str, item_id: uuid.UUID, agency_id: uuid.UUID, message: str
     )
     if not settings.AGENTDESK_NOTIFY_BY_EMAIL:
         return
-    from config.celery_app import app  # noqa: PLC0415 - the celery app imports settings
-
-    def send() -> None:
-        try:
-            app.send_task(
-                NOTIFY_TASK, args=[kind, str(item_id)], kwargs={"agency_id": str(agency_id)}
-            )
-        except Exception:  # the item is committed and shows in the inbox; only the mail is lost
-            logger.exception("%s %s: could not queue the deciders' e-mail", kind, item_id)
-
-    transaction.on_commit(send)
+    send_task_on_commit(
+        NOTIFY_TASK,
+        kind,
+        item_id,
+        agency_id=agency_id,
+        about=f"{kind} {item_id}",
+        then="it shows in the inbox; only the deciders' e-mail is lost",
+    )
 
 
 def decider_emails(agency_id: uuid.UUID | str) -> list[str]:

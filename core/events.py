@@ -19,11 +19,11 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 
 from core import fastdb
 from core.exceptions import ApplicationError
 from core.models import EVENT_TYPE_REGEX, ActorType, Event
+from core.sending import send_task
 
 DISPATCH_TASK = "agents.dispatch_event"
 _EVENT_TYPE = re.compile(EVENT_TYPE_REGEX)
@@ -150,14 +150,11 @@ def _has_subscribers(agency_id: uuid.UUID, event_type: str) -> bool:
 def send_dispatch(event_id: uuid.UUID, agency_id: uuid.UUID) -> None:
     """Ask a worker to dispatch the event (after its commit, or again from beat's reaper). A
     broker that refuses the message is logged, not raised: the reaper sends it again later."""
-    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
-
-    try:
-        app.send_task(DISPATCH_TASK, args=[str(event_id)], kwargs={"agency_id": str(agency_id)})
-    except OperationalError as exc:  # the broker is unreachable (Celery's wrapping of it)
-        logger.warning(
-            "event %s: its dispatch could not be sent (%s); beat's reaper sends it again once "
-            "it has been unprocessed for AGENTDESK_EVENT_REDISPATCH_SECONDS",
-            event_id,
-            exc,
-        )
+    send_task(
+        DISPATCH_TASK,
+        event_id,
+        agency_id=agency_id,
+        about=f"event {event_id}",
+        then="beat's reaper sends it again once it has been unprocessed for "
+        "AGENTDESK_EVENT_REDISPATCH_SECONDS",
+    )

@@ -40,6 +40,7 @@ from core import tenancy
 from core.events import event_emit
 from core.models import ActorType
 from core.realtime import agency_group, broadcast_on_commit
+from core.sending import send_task_on_commit
 from flow.models import ExpectedWorkflow, StuckOutcome, StuckRun, workflow_for
 
 logger = logging.getLogger(__name__)
@@ -279,17 +280,13 @@ def _notify_on_commit(stuck: StuckRun, agent: Agent) -> None:
     )
     if not settings.AGENTDESK_NOTIFY_BY_EMAIL:
         return
-    from config.celery_app import app  # noqa: PLC0415 - the celery app imports settings
-
-    def send() -> None:
-        try:
-            app.send_task(
-                NOTIFY_TASK, args=[str(stuck.id)], kwargs={"agency_id": str(stuck.agency_id)}
-            )
-        except Exception:  # flagged and shown on the home; only the mail is lost
-            logger.exception("stuck run %s: could not queue the e-mail", stuck.execution_id)
-
-    transaction.on_commit(send)
+    send_task_on_commit(
+        NOTIFY_TASK,
+        stuck.id,
+        agency_id=stuck.agency_id,
+        about=f"stuck run {stuck.execution_id}",
+        then="it is flagged and shown on the home; only the e-mail is lost",
+    )
 
 
 def send_stuck_emails(stuck: StuckRun) -> int:

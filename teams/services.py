@@ -63,6 +63,7 @@ from agents.services import (
     execution_resume,
     skipped_trigger,
 )
+from core.sending import send_task_on_commit
 from tools.handlers import AwaitRun, ToolContext, ToolError, ToolResult
 from tools.patterns import pattern_matches
 from usage.models import Budget, today
@@ -459,19 +460,14 @@ def _answer_parent(child: Execution, delegation: dict[str, Any]) -> None:
 def _send_resume(child_id: uuid.UUID, *, agency_id: uuid.UUID, queue: str | None) -> None:
     """Once the transaction commits, ``teams.resume_parent`` for the ended child, on the queue
     its parent runs on. A failed send is logged: the parent then waits until its deadline."""
-    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
-
-    options = {"queue": queue} if queue else {}
-
-    def send() -> None:
-        try:
-            app.send_task(
-                RESUME_TASK, args=[str(child_id)], kwargs={"agency_id": str(agency_id)}, **options
-            )
-        except Exception:
-            logger.exception("execution %s: its parent's resume could not be sent", child_id)
-
-    transaction.on_commit(send)
+    send_task_on_commit(
+        RESUME_TASK,
+        child_id,
+        agency_id=agency_id,
+        queue=queue,
+        about=f"execution {child_id}",
+        then="its parent waits until its deadline",
+    )
 
 
 def parent_resume(*, child: Execution) -> bool:
@@ -582,24 +578,16 @@ def wait_expire(execution: Execution, *, now: datetime.datetime) -> bool:
 def schedule_expiry(execution: Execution) -> None:
     """Once the park commits, a delayed message for the wait's deadline (beat's sweep,
     teams.expire_waits, ends any whose message is lost or too far ahead for the broker)."""
-    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
-
     until = execution.wait_until
     if until is None:
         return
     if (until - timezone.now()).total_seconds() > settings.AGENTDESK_PRECISE_WAKE_MAX_SECONDS:
         return
-    execution_id, agency_id = str(execution.id), str(execution.agency_id)
-
-    def send() -> None:
-        try:
-            app.send_task(
-                "teams.expire_wait",
-                args=[execution_id],
-                kwargs={"agency_id": agency_id},
-                eta=until + datetime.timedelta(milliseconds=200),
-            )
-        except Exception:
-            logger.exception("execution %s: its wait's expiry could not be sent", execution_id)
-
-    transaction.on_commit(send)
+    send_task_on_commit(
+        "teams.expire_wait",
+        execution.id,
+        agency_id=execution.agency_id,
+        eta=until + datetime.timedelta(milliseconds=200),
+        about=f"execution {execution.id}",
+        then="beat's sweep (teams.expire_waits) ends the wait",
+    )

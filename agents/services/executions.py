@@ -30,6 +30,7 @@ from agents.triggers import InvalidConditions, unmet_condition, validate_conditi
 from core import fastdb
 from core.events import subscriptions_for
 from core.models import Event
+from core.sending import send_task_on_commit
 
 logger = logging.getLogger(__name__)
 WAKE_TASK = "agents.wake_execution"  # agents.tasks.wake_execution
@@ -45,24 +46,14 @@ def enqueue_execution(execution: Execution, *, queue: str | None = None) -> None
     and beat's reaper delivers it after AGENTDESK_PENDING_REDELIVER_SECONDS. Raised, it would
     turn a started run into an error for the caller, whose retry would start it a second time.
     """
-    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
-
-    execution_id, agency_id = str(execution.id), str(execution.agency_id)
-    options = {"queue": queue} if queue else {}
-
-    def deliver() -> None:
-        try:
-            # By name, not by importing agents.tasks: the tasks import the runtime, which
-            # imports this module (no import cycle).
-            app.send_task(RUN_TASK, args=[execution_id], kwargs={"agency_id": agency_id}, **options)
-        except Exception:
-            logger.exception(
-                "execution %s: could not be sent to a worker; it stays pending and the reaper "
-                "delivers it later",
-                execution_id,
-            )
-
-    transaction.on_commit(deliver)
+    send_task_on_commit(
+        RUN_TASK,
+        execution.id,
+        agency_id=execution.agency_id,
+        queue=queue,
+        about=f"execution {execution.id}",
+        then="it stays pending and the reaper delivers it later",
+    )
 
 
 # The run limits' count and the insert that follows are one critical section per agent: without
@@ -326,29 +317,22 @@ def schedule_wake(execution: Execution) -> None:
     not at the reaper's next tick. Only for waits up to AGENTDESK_PRECISE_WAKE_MAX_SECONDS (a
     broker holds a delayed message only so long); beat's timer check wakes the others, and any
     run whose message is lost. A failed send is logged, not raised, for the same reason."""
-    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
-
     until = execution.wait_until
     if until is None:
         return
     if (until - timezone.now()).total_seconds() > settings.AGENTDESK_PRECISE_WAKE_MAX_SECONDS:
         return
-    execution_id, agency_id = str(execution.id), str(execution.agency_id)
     # Up to half a second late: runs parked until the same instant (a rate limit's minute) do
     # not all wake, and race for the new window, at once.
     eta = until + datetime.timedelta(milliseconds=random.randint(0, WAKE_JITTER_MS))  # noqa: S311
-
-    def send() -> None:
-        try:
-            # By name: the task takes agency_id as TenantTask's keyword, not as a parameter.
-            app.send_task(WAKE_TASK, args=[execution_id], kwargs={"agency_id": agency_id}, eta=eta)
-        except Exception:
-            logger.exception(
-                "execution %s: its wake-up could not be sent; beat's timer check wakes it",
-                execution_id,
-            )
-
-    transaction.on_commit(send)
+    send_task_on_commit(
+        WAKE_TASK,
+        execution.id,
+        agency_id=execution.agency_id,
+        eta=eta,
+        about=f"execution {execution.id}",
+        then="beat's timer check wakes it",
+    )
 
 
 def execution_resume_due(execution: Execution, *, now: datetime.datetime) -> Execution:
