@@ -4,14 +4,15 @@ Starts (or reuses) the embedded PostgreSQL and Redis, migrates, refreshes the ru
 starts the demo model (a scripted provider on a loopback port, in a thread of this process) and
 seeds the demo agency, then runs the ASGI web server, a Celery worker and Celery beat as children
 with prefixed log lines. Ctrl-C or SIGTERM stops every child, the demo model, then the embedded
-servers this run started. A child that exits on its own is reported and restarted (at most 3 times
-a minute).
+servers this run started (the signal handlers only note the signal: see StopSignals). A child that
+exits on its own is reported and restarted (at most 3 times a minute).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -47,6 +48,50 @@ SEED_LABELS = {
 }
 
 
+class StopSignals:
+    """Ctrl-C and SIGTERM, as the main loop sees them.
+
+    Python runs a signal's handler in the main thread between any two of its bytecodes: inside a
+    ``with lock:`` block there (printing a line, or waiting on a ``threading.Event``), and inside
+    the handler itself when a second signal lands while the first one's runs (GNU make passes
+    the terminal's Ctrl-C or a group's SIGTERM on to ``up``, a fraction of a millisecond later).
+    A handler that took a lock could wait forever for the thread it interrupted, so the handler
+    only notes the signal; the main loop wakes up on it (``signal.set_wakeup_fd``), says so and
+    stops everything.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None  # the first signal's number
+        self._reader, self._writer = socket.socketpair()
+        self._reader.setblocking(False)
+        self._writer.setblocking(False)
+
+    def install(self) -> None:
+        signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._note)
+
+    def _note(self, signum: int, frame: Any) -> None:
+        # No lock, no output, no Event.set() (it locks too): see the class's docstring.
+        if self.received is None:
+            self.received = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.received).name if self.received is not None else ""
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep ``timeout`` seconds, less if a signal arrives; whether one has arrived."""
+        if self.received is None:
+            select.select([self._reader], [], [], timeout)
+            try:
+                while self._reader.recv(512):  # the bytes written for each signal
+                    pass
+            except BlockingIOError:
+                pass
+        return self.received is not None
+
+
 @dataclass
 class Child:
     name: str
@@ -77,10 +122,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self._stopping = threading.Event()
+        self._signals = StopSignals()
         self._output_lock = threading.Lock()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._on_signal)
+        self._signals.install()
 
         services = service_urls()
         if services.embedded:
@@ -103,12 +147,15 @@ class Command(BaseCommand):
             # The metrics of the platform starting now: the last run's samples go (ops.metrics).
             env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_directory.reset())
             for child in children:
-                self._start(child, env)
+                if self._signals.received is None:
+                    self._start(child, env)
             self._wait_for_port(options["host"], options["port"])
-            if not self._stopping.is_set():
+            if self._signals.received is None:
                 self._banner(options)
             self._supervise(children, env)
         finally:
+            if self._signals.received is not None:
+                self._say("up", f"received {self._signals.name}, stopping")
             self._stop_children(children)
             if demo_model is not None:
                 demo_model.stop()
@@ -234,7 +281,7 @@ class Command(BaseCommand):
             self._say(name, raw.decode(errors="replace").rstrip())
 
     def _supervise(self, children: list[Child], env: dict[str, str]) -> None:
-        while not self._stopping.wait(0.5):
+        while not self._signals.wait(0.5):
             for child in children:
                 assert child.process is not None
                 code = child.process.poll()
@@ -245,7 +292,6 @@ class Command(BaseCommand):
                 child.restarts = [t for t in child.restarts if now - t < 60] + [now]
                 if len(child.restarts) > RESTARTS_PER_MINUTE:
                     self._say("up", f"{child.name} keeps dying; stopping everything")
-                    self._stopping.set()
                     raise SystemExit(1)
                 self._start(child, env)
 
@@ -266,19 +312,15 @@ class Command(BaseCommand):
             self._say("up", f"{child.name} stopped")
 
     # --- terminal -----------------------------------------------------------------------------
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        if not self._stopping.is_set():
-            self._say("up", f"received {signal.Signals(signum).name}, stopping")
-        self._stopping.set()
-
     def _wait_for_port(self, host: str, port: int, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self._stopping.is_set():
+        while time.monotonic() < deadline:
             with socket.socket() as sock:
                 sock.settimeout(0.2)
                 if sock.connect_ex((host, port)) == 0:
                     return
-            time.sleep(0.1)
+            if self._signals.wait(0.1):
+                return
 
     def _banner(self, options: dict[str, Any]) -> None:
         url = web_url(options)
