@@ -107,14 +107,19 @@ def reap_expired_leases() -> int:
     # A broker restart lost its queued messages and delayed wake-ups (ops/broker.py): every
     # pending run and unprocessed event is sent again now, not a period later.
     broker_restart = broker.restarted()
-    if broker_restart:
-        pending_since = now
-    else:
-        pending_since = now - datetime.timedelta(
-            seconds=settings.AGENTDESK_PENDING_REDELIVER_SECONDS
-        )
     with tenancy.platform_context():
+        workers_lost = _lose_quiet_workers()
         stale = _release_runs_of_lost_workers(now)
+        # A lost worker's received but unclaimed runs (prefetched, waiting for a retry, not
+        # claimed yet) keep their messages with the broker until its visibility timeout: every
+        # pending run is sent again now as well (docs/decisions/0008-run-delivery.md).
+        catch_up = bool(broker_restart or workers_lost or any(row[3] for row in stale))
+        if catch_up:
+            pending_since = now
+        else:
+            pending_since = now - datetime.timedelta(
+                seconds=settings.AGENTDESK_PENDING_REDELIVER_SECONDS
+            )
         lost = _pending_to_deliver_again(since=pending_since, now=now)
         due = list(
             Execution.objects.filter(status=ExecutionStatus.WAITING_INPUT, wait_until__lte=now)
@@ -123,12 +128,12 @@ def reap_expired_leases() -> int:
         )
         heartbeat.prune()
     undispatched = _events_to_dispatch_again(now, everything=bool(broker_restart))
-    for execution_id, agency_id, reason in stale:
+    for execution_id, agency_id, reason, _ in stale:
         logger.warning("execution %s: %s, re-delivering", execution_id, reason)
         run_execution.apply_async(args=[str(execution_id)], kwargs={"agency_id": str(agency_id)})
     _deliver_again(lost)
     delivered = len(stale) + len(lost)
-    while broker_restart and len(lost) == REAPER_BATCH:  # all of them, batch by batch
+    while catch_up and len(lost) == REAPER_BATCH:  # all of them, batch by batch
         with tenancy.platform_context():
             lost = _pending_to_deliver_again(since=pending_since, now=now)
         _deliver_again(lost)
@@ -153,21 +158,31 @@ def reap_expired_leases() -> int:
     return delivered + len(due) + dispatched
 
 
-def _release_runs_of_lost_workers(now: datetime.datetime) -> list[tuple[uuid.UUID, uuid.UUID, str]]:
-    """Running runs whose worker is gone, released (owner "") for a new delivery to claim:
-    their lease ran out, or the process holding it is gone by its heartbeat
-    (ops.WorkerHeartbeat): stopped, started again under the same host and pid after the run's
-    last write, or quiet for AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS while another process kept
-    beating all that time. Without such a witness (the database was down for everyone, or it is
-    the only worker) a quiet holder keeps its runs until it beats again or its lease runs out; a
-    holder with no heartbeat row keeps its lease. Precondition: platform context."""
+def _lose_quiet_workers() -> list[str]:
+    """Worker processes quiet for AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS while another process kept
+    beating all that time: marked stopped (lost), each once, and returned. Without such a
+    witness (the database was down for everyone, or it is the only worker) none is lost: a
+    quiet process keeps its runs until it beats again or their leases run out.
+    Precondition: platform context."""
     quiet_since = Now() - datetime.timedelta(seconds=settings.AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS)
-    gone = Q(stopped_at__isnull=False) | Q(started_at__gt=OuterRef("updated_at"))
     witnessed = WorkerHeartbeat.objects.filter(
         stopped_at__isnull=True, last_seen__gte=quiet_since, beating_since__lte=quiet_since
     ).exists()
-    if witnessed:
-        gone |= Q(last_seen__lt=quiet_since)
+    lost = heartbeat.mark_lost(quiet_since=quiet_since) if witnessed else []
+    if lost:
+        logger.warning("worker processes lost (heartbeat quiet): %s", ", ".join(lost))
+    return lost
+
+
+def _release_runs_of_lost_workers(
+    now: datetime.datetime,
+) -> list[tuple[uuid.UUID, uuid.UUID, str, bool]]:
+    """Running runs whose worker is gone, released (owner "") for a new delivery to claim:
+    their lease ran out, or the process holding it is gone by its heartbeat
+    (ops.WorkerHeartbeat): stopped (or lost: :func:`_lose_quiet_workers`), or started again
+    under the same host and pid after the run's last write. A holder with no heartbeat row keeps
+    its lease. Returns (id, agency, why, holder gone). Precondition: platform context."""
+    gone = Q(stopped_at__isnull=False) | Q(started_at__gt=OuterRef("updated_at"))
     holder_gone = WorkerHeartbeat.objects.filter(gone, process=OuterRef("holder"))
     rows = list(
         Execution.objects.select_for_update(skip_locked=True)
@@ -204,6 +219,7 @@ def _release_runs_of_lost_workers(now: datetime.datetime) -> list[tuple[uuid.UUI
             f"worker {owner} stopped its heartbeat"
             if gone and (expires is None or expires >= now)
             else "lease expired",
+            gone,
         )
         for pk, agency_id, owner, expires, gone in rows
     ]

@@ -183,6 +183,20 @@ def stop() -> None:
         heartbeat.stop()
 
 
+def mark_lost(*, quiet_since: Any) -> list[str]:
+    """Processes not stopped whose last beat is before ``quiet_since``, marked stopped now and
+    returned: lost (killed, frozen, cut off from the database). Each loss is returned once: the
+    reaper then sends every pending run again, since the messages such a process had received
+    but not started stay with the broker until its visibility timeout
+    (docs/decisions/0008-run-delivery.md). A process that comes back starts a new streak
+    (:data:`_UPSERT_SQL`). The caller decides that a loss is witnessed (another process kept
+    beating); precondition: inside a transaction, which holds the rows' locks until it commits."""
+    quiet = WorkerHeartbeat.objects.filter(stopped_at__isnull=True, last_seen__lt=quiet_since)
+    lost = list(quiet.select_for_update(skip_locked=True).values_list("process", flat=True))
+    WorkerHeartbeat.objects.filter(process__in=lost).update(stopped_at=Now())
+    return lost
+
+
 def prune() -> int:
     """Delete the rows of processes quiet for a day (one statement; the reaper calls it)."""
     deleted, _ = WorkerHeartbeat.objects.filter(last_seen__lt=Now() - KEEP_QUIET_ROWS).delete()

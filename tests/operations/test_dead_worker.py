@@ -7,6 +7,12 @@ Real worker processes, real embedded PostgreSQL and Redis, fake provider server.
 die after their CRM note was committed (waiting for the model's last reply), half before
 (waiting for the first): none may add its note twice or lose it.
 
+A worker killed while it holds runs it received but has not claimed (each waits for its row
+lock, or for the retry of a claim that waited too long): another worker claims every one within
+seconds of the heartbeat going quiet, not when the reaper's pending re-delivery comes round
+(AGENTDESK_PENDING_REDELIVER_SECONDS) nor when Redis restores the dead worker's messages (its
+visibility timeout): docs/decisions/0008-run-delivery.md.
+
 The other way round: a PostgreSQL outage longer than the heartbeat timeout silences every
 heartbeat at once; the reaper ticking right after it takes no run from the live workers."""
 
@@ -14,11 +20,14 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from agents.llm.fake_server import FakeProviderServer
@@ -145,6 +154,77 @@ def test_a_killed_workers_runs_go_on_elsewhere_once_its_heartbeat_stops(
     logger.warning(
         "dead worker: %d runs completed, the last %.1f s after the kill",
         len(finished),
+        (last - killed_at).total_seconds(),
+    )
+
+
+@contextmanager
+def _rows_locked(runs: list[Execution]) -> Iterator[None]:
+    """The runs' rows locked by another connection (as an approval's clicks lock a run), from
+    entering the block until leaving it: a worker's claim waits for the lock, gives up after
+    agents.runtime.store.CLAIM_LOCK_TIMEOUT and is retried a couple of seconds later."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with tenancy.agency_context(runs[0].agency_id):
+                list(Execution.objects.select_for_update().filter(pk__in=[r.pk for r in runs]))
+                held.set()
+                release.wait(120)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert held.wait(30), "the rows were not locked"
+        yield
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_a_killed_workers_received_but_unclaimed_runs_go_on_elsewhere_within_seconds(
+    make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer
+) -> None:
+    agent = make_agent(timeout_seconds=600)
+    fake_llm_server.set_responder(by_turn(Reply(text="Done.")), key=agent.llm_model)
+    doomed_queue = f"doomed-{uuid.uuid4().hex[:8]}"
+    rescuer = Worker(concurrency=WAVE, AGENTDESK_LEASE_SECONDS=LEASE).start()
+    doomed = Worker(queue=doomed_queue, concurrency=WAVE, AGENTDESK_LEASE_SECONDS=LEASE)
+    try:
+        runs = _start(agent, WAVE, queue=doomed_queue)  # queued: no worker takes that queue yet
+        with _rows_locked(runs):
+            doomed.start()
+            deadline = time.monotonic() + 60
+            while doomed.output().count("agents.run_execution[") < WAVE:
+                assert time.monotonic() < deadline, "the doomed worker did not receive the runs"
+                time.sleep(0.1)
+            time.sleep(1.0)  # inside the claims' lock wait, or holding their retries
+            assert {run.status for run in _reload(runs)} == {ExecutionStatus.PENDING}
+            doomed.kill()
+            killed_at = timezone.now()
+        # Generous next to the goal (30 s: the heartbeat timeout plus a reaper interval), and
+        # well short of the pending re-delivery (120 s) that took them before.
+        deadline = time.monotonic() + 60
+        while any(run.status not in TERMINAL for run in _reload(runs)):
+            assert time.monotonic() < deadline, [(r.id, r.status) for r in _reload(runs)]
+            reap_expired_leases()
+            time.sleep(BEAT_SECONDS)
+        finished = _reload(runs)
+    finally:
+        doomed.kill()
+        rescuer.stop()
+
+    assert [run.status for run in finished] == [ExecutionStatus.COMPLETED] * len(runs), [
+        (run.status, run.error) for run in finished
+    ]
+    assert [run.attempts for run in finished] == [1] * len(runs)  # claimed once, by the rescuer
+    claimed = max(run.started_at for run in finished if run.started_at is not None)
+    last = max(run.completed_at for run in finished if run.completed_at is not None)
+    logger.warning(
+        "dead worker's unclaimed runs: the last claimed %.1f s after the kill, completed %.1f s",
+        (claimed - killed_at).total_seconds(),
         (last - killed_at).total_seconds(),
     )
 

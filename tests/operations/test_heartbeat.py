@@ -2,9 +2,10 @@
 
 A process's heartbeat row (ops.WorkerHeartbeat) is written through a connection of its own; the
 reaper hands on the runs of a process whose row went quiet, was marked stopped, or belongs to a
-later process with the same host and pid, and leaves every other run to its lease. After the
-broker restarted, every pending run and unprocessed event is sent again at the next tick. What
-the reaper sends is read from Celery's publish signal and stops at the broker's door."""
+later process with the same host and pid, and leaves every other run to its lease; a process lost
+that way also has every pending run sent again. After the broker restarted, every pending run and
+unprocessed event is sent again at the next tick. What the reaper sends is read from Celery's
+publish signal and stops at the broker's door."""
 
 from __future__ import annotations
 
@@ -119,6 +120,28 @@ def test_the_reaper_hands_on_the_runs_of_a_dead_worker_and_leaves_the_others_to_
         assert _fetch(run).lease_owner == run.lease_owner
 
     reap_expired_leases()  # released, in their grace period: not sent again
+    assert len(_sent_runs(published)) == len(sent)
+
+
+@pytest.mark.django_db
+def test_when_a_worker_is_lost_every_pending_run_is_sent_again_at_once_and_once(
+    published: list[tuple[str, str]],
+) -> None:
+    """The lost worker may have held any of them, received but not claimed: its messages stay
+    with the broker until the visibility timeout (docs/decisions/0008-run-delivery.md)."""
+    host = _host()
+    _beat(f"{host}:1", seen_ago=60)  # killed
+    _beat(f"{host}:2", seen_ago=1)  # kept beating: a witness
+    runs = [ExecutionFactory.create(status=ExecutionStatus.PENDING) for _ in range(2)]
+
+    reap_expired_leases()
+
+    sent = _sent_runs(published)
+    for run in runs:  # just written: the periodic re-send would have left them for 120 s
+        assert sent.count(str(run.id)) == 1
+    assert WorkerHeartbeat.objects.get(process=f"{host}:1").stopped_at is not None
+    assert WorkerHeartbeat.objects.get(process=f"{host}:2").stopped_at is None
+    reap_expired_leases()  # the loss was handled: nothing more
     assert len(_sent_runs(published)) == len(sent)
 
 
