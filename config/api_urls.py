@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
+from core.api.schema_view import SchemaView
 from core.api.views_misc import api_not_found
 
 v1: list[URLPattern | URLResolver] = [
@@ -22,6 +23,6 @@ v1: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("v1/", include(v1)),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
