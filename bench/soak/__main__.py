@@ -47,7 +47,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--watchers", type=int, default=50)
     parser.add_argument("--sample-seconds", type=float, default=5.0)
     parser.add_argument(
-        "--warmup-seconds", type=float, default=None, help="RSS baseline (default: a tenth)"
+        "--warmup-seconds",
+        type=float,
+        default=None,
+        help="RSS baseline at least this late, and once every page has been served (default: a "
+        "tenth of the soak)",
     )
     return parser.parse_args(argv)
 
@@ -203,7 +207,8 @@ def _report(  # noqa: PLR0917 - the run's parts, once
     shares: dict[str, float],
 ) -> dict[str, Any]:  # fmt: skip
     rows = report.locust_rows(out / "locust_stats.csv")
-    tally = json.loads((out / "tally.json").read_text()) if (out / "tally.json").exists() else {}
+    written = json.loads((out / "tally.json").read_text()) if (out / "tally.json").exists() else {}
+    tally, first_seen = written.get("counts", {}), written.get("first_seen", {})
     total = next((r for r in rows if r["name"] == "Aggregated"), None)
     errors = report.server_errors(tally, web_log)
     statuses = {
@@ -226,7 +231,7 @@ def _report(  # noqa: PLR0917 - the run's parts, once
         "pool_replacements": report.pool_replacements(
             web_log, sampler.samples[-1] if sampler.samples else None
         ),
-        "rss": report.rss_growth(sampler.samples, warmup),
+        "rss": report.rss_growth(sampler.samples, warmup=warmup, first_seen=first_seen),
         "connections": report.connection_series(sampler.samples),
         "machine": {
             **facts.as_dict(),

@@ -18,7 +18,7 @@ What a browser or a client does, as the platform's pages and clients do it:
 The fixture (``SOAK_FIXTURE``, JSON written by :mod:`bench.soak.fixture`) names the logins,
 agents, keys and webhooks; users per class come from ``SOAK_USERS`` (JSON, class name to count).
 Counts Locust's statistics do not keep (answers by status, socket messages, handshake failures)
-go to ``SOAK_TALLY`` when Locust quits.
+and when each request name was first answered go to ``SOAK_TALLY`` when Locust quits.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ RUNS = [  # (agent slug, instruction) an API client starts; the SDR's wait for a
 ]
 
 tally: Counter[str] = Counter()  # "<kind> <name> <status>" -> count
+first_seen: dict[str, float] = {}  # request name -> when it was first answered (Unix time)
 
 
 def _count(key: str) -> None:
@@ -67,6 +68,7 @@ def _count(key: str) -> None:
 def _on_request(
     request_type: str, name: str, response: Any = None, exception: Any = None, **_: Any
 ) -> None:
+    first_seen.setdefault(name, time.time())
     status = getattr(response, "status_code", None)
     if request_type != "WS" and status is not None:
         _count(f"http {name} {status}")
@@ -77,7 +79,7 @@ def _write_tally(environment: Environment, **_: Any) -> None:
     path = os.environ.get("SOAK_TALLY")
     if path:
         with open(path, "w") as out:
-            json.dump(dict(tally), out, indent=1, sort_keys=True)
+            json.dump({"counts": tally, "first_seen": first_seen}, out, indent=1, sort_keys=True)
 
 
 class Socket:

@@ -134,10 +134,26 @@ def per_minute(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def rss_growth(samples: list[Sample], warmup: float) -> dict[str, Any]:
+# What warm-up waits for besides its minimum time: each served once (code paths, templates and
+# caches of the web process first used; on a busy machine a staff tour takes minutes).
+WARMUP_NAMES = (
+    "run page", "home", "inbox", "agent page", "API docs", "API schema (the docs page loads it)",
+    "approval page", "/api/v1/agents/[id]/execute/", "/api/v1/executions/[id]/",
+    "/api/v1/webhooks/[id]/", "/ws/agency/ (handshake)", "/ws/executions/[id]/ (page) (handshake)",
+    "/ws/executions/[id]/ (watcher) (handshake)",
+)  # fmt: skip
+
+
+def rss_growth(
+    samples: list[Sample], *, warmup: float, first_seen: dict[str, float]
+) -> dict[str, Any]:
+    """Resident memory of web and worker at the first sample after warm-up (``warmup`` seconds
+    and every one of :data:`WARMUP_NAMES` answered once) and at the end."""
     if not samples:
         return {}
-    warm = next((s for s in samples if s.at >= warmup), samples[-1])
+    served = [first_seen[name] for name in WARMUP_NAMES if name in first_seen]
+    all_served = max(served) if len(served) == len(WARMUP_NAMES) else math.inf
+    warm = next((s for s in samples if s.at >= warmup and s.wall >= all_served), samples[-1])
     end = samples[-1]
     growth = {}
     for name in ("web", "worker"):
@@ -147,7 +163,8 @@ def rss_growth(samples: list[Sample], warmup: float) -> dict[str, Any]:
             "at_end_mb": after,
             "growth_pct": round((after - before) * 100 / before, 1) if before else math.nan,
         }
-    return {"warmup_at_s": warm.at, "end_at_s": end.at, **growth}
+    missing = [name for name in WARMUP_NAMES if name not in first_seen]
+    return {"warmup_at_s": warm.at, "not_served": missing, "end_at_s": end.at, **growth}
 
 
 def markdown(report: dict[str, Any]) -> str:

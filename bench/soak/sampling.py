@@ -41,6 +41,7 @@ def backend_clients(socket_path: str) -> dict[int, int]:
 @dataclass
 class Sample:
     at: float  # seconds since the soak started
+    wall: float  # Unix time
     connections: dict[str, Counter[str]]  # process group -> state -> backends
     pool: dict[str, float]  # /metrics pool series -> value
     rss_mb: dict[str, float]
@@ -103,6 +104,7 @@ class Sampler:
             connections.setdefault(group, Counter())[state] += 1
         return Sample(
             at=round(time.monotonic() - self._started, 1),
+            wall=time.time(),
             connections=connections,
             pool=self._pool_series(),
             rss_mb=rss_mb(self.groups),
