@@ -5,6 +5,13 @@ from approvals.inbox.views import admin_index
 from core.views import favicon, healthz
 from live.views import site_root
 
+# Django's error pages in the admin's look (core/error_pages.py); its debug pages only with
+# DJANGO_DEBUG set.
+handler400 = "core.error_pages.bad_request"
+handler403 = "core.error_pages.permission_denied"
+handler404 = "core.error_pages.page_not_found"
+handler500 = "core.error_pages.server_error"
+
 urlpatterns = [
     path("", site_root, name="site-root"),  # "View site": the staff home (the admin index)
     path("healthz", healthz, name="healthz"),

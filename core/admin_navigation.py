@@ -100,6 +100,7 @@ GROUPS: list[tuple[str, list[Item]]] = [
             ("Users", "person", "core.User"),
             ("Groups", "groups", "auth.Group"),
             ("User tokens", "token", "authtoken.TokenProxy"),
+            ("Login lockouts", "lock_person", "axes.AccessAttempt"),
             ("MCP private addresses", "lan", "tools.McpAllowedAddress"),
         ],
     ),

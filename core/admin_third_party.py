@@ -1,6 +1,7 @@
-"""Third-party admins (auth groups, DRF tokens, Celery beat's schedules) re-registered on the
-admin theme's classes, so that every admin page looks and works alike (unfold's documented way:
-unregister, then register a subclass of both the package's admin and unfold's ``ModelAdmin``).
+"""Third-party admins (auth groups, DRF tokens, Celery beat's schedules, django-axes' login
+lockouts) registered on the admin theme's classes, so that every admin page looks and works alike
+(unfold's documented way: unregister, then register a subclass of both the package's admin and
+unfold's ``ModelAdmin``).
 
 All of these stay superuser-only: agency members hold no Django model permissions, and an agent's
 schedule is edited on the agent (``trigger_schedule``), which writes its beat entry.
@@ -10,11 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from axes.admin import AccessAttemptAdmin as BaseAccessAttemptAdmin
+from axes.models import AccessAttempt
 from django import forms
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin as BaseGroupAdmin
 from django.contrib.auth.models import Group
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 # Importing a package's admin module registers its admins; it must have happened before they
 # are unregistered (core's admin is discovered before these apps').
@@ -104,3 +109,16 @@ class SolarScheduleAdmin(ModelAdmin):
 @admin.register(ClockedSchedule)
 class ClockedScheduleAdmin(beat_admin.ClockedScheduleAdmin, ModelAdmin):
     pass
+
+
+@admin.register(AccessAttempt)
+class AccessAttemptAdmin(BaseAccessAttemptAdmin, ModelAdmin):
+    """Failed logins counted per account and address (README "Login throttling"): unlocking
+    deletes the counted failures of the rows chosen, and that account or address may log in."""
+
+    actions = ["unlock", "cleanup_expired_attempts"]
+
+    @admin.action(description="Unlock: forget these failed logins")
+    def unlock(self, request: HttpRequest, queryset: QuerySet[AccessAttempt]) -> None:
+        count, _ = queryset.delete()
+        self.message_user(request, f"Unlocked: {count} failed-login record(s) removed.")

@@ -5,6 +5,7 @@ Every variable is documented in `.env.example`.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -26,7 +27,10 @@ env_file = BASE_DIR / ".env"
 if env_file.exists():
     environ.Env.read_env(str(env_file))
 
-DEBUG = env.bool("DJANGO_DEBUG", default=True)
+# Off unless set: Django's debug pages (settings, every URL pattern, a traceback's variables) are
+# for a developer who asks for them; everyone else gets templates/404.html and 500.html.
+# `manage.py up` turns it off for a web server other machines reach.
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
 # Development-only default; production.py refuses to start without DJANGO_SECRET_KEY.
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-insecure-0f3c1e8a-agentdesk-change-me")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
@@ -66,6 +70,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally, no CDN
     "config.apps.CeleryBeatConfig",  # django_celery_beat, with its own id type
+    "axes",  # failed logins counted per account and per address (README "Login throttling")
 ]
 
 MIDDLEWARE = [
@@ -88,6 +93,15 @@ MIDDLEWARE = [
     "core.middleware.TenantMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: a login refused for too many failures becomes its lockout page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# The lockout check first (it refuses a locked-out account or address before any password is
+# checked), then the users' own passwords.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -190,7 +204,32 @@ STORAGES = {
 }
 # Serve app static files straight from their folders without `collectstatic` in development.
 WHITENOISE_USE_FINDERS = True
-WHITENOISE_AUTOREFRESH = DEBUG
+# Development: a changed static file is served at the next request (production.py turns it off
+# and serves what collectstatic gathered).
+WHITENOISE_AUTOREFRESH = True
+
+# --- Login throttling (django-axes; README "Login throttling") -----------------------------------
+# Failed logins (the admin's login page, an invitation's "log in and join") are counted per
+# username and per client address (core/client.py); once either has this many failures, each
+# less than the cool-off apart, that account or address cannot log in (the right password
+# included) until the cool-off has passed since the last failure, or an admin unlocks it.
+AXES_FAILURE_LIMIT = env.int("AGENTDESK_LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("AGENTDESK_LOGIN_LOCKOUT_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_CLIENT_IP_CALLABLE = "core.client.client_address"
+# The lockout page in the admin's look, 429 with Retry-After (core/login_throttle.py).
+AXES_LOCKOUT_CALLABLE = "core.login_throttle.lockout_response"
+# A refused try during the lockout does not restart it: the person can come back at the time the
+# page names. A success does not clear the failures either (axes would clear every failure from
+# that address: one valid login would reset an attacker's count against another account).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = False
+# No row per successful login (nothing prunes them); the attempts' admin is core's (unfold).
+AXES_DISABLE_ACCESS_LOG = True
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False  # no version line from every process at start
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured("AGENTDESK_LOGIN_FAILURE_LIMIT must be at least 1.")
 
 LOGIN_URL = "admin:login"
 # After a login with no ?next= (unfold's login form drops the admin's hidden "next" field): the
@@ -458,7 +497,7 @@ REST_FRAMEWORK: dict[str, Any] = {
     # API keys first: their "Bearer" challenge makes a missing credential a 401 rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "core.api.authentication.ApiKeyAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "core.api.authentication.UserTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["core.api.permissions.RolePermission"],
@@ -481,6 +520,8 @@ REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_THROTTLE_RATES": {
         "api_burst": env.str("AGENTDESK_API_THROTTLE_BURST", default="120/min"),
         "api_sustained": env.str("AGENTDESK_API_THROTTLE_SUSTAINED", default="5000/hour"),
+        # Failed API keys and user tokens per client address (core/api/throttling.py).
+        "api_bad_credentials": env.str("AGENTDESK_API_BAD_CREDENTIALS_RATE", default="20/min"),
         # Deliveries per webhook, accepted or refused (webhooks/throttling.py).
         "webhook": env.str("AGENTDESK_WEBHOOK_THROTTLE_RATE", default="120/min"),
     },
@@ -651,6 +692,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pgserver": {"level": "WARNING"},
+        # django-axes says each step of a login at INFO; a failure and a lockout stay (WARNING).
+        "axes": {"level": "WARNING"},
         # The HTTP clients under the LLM SDKs log every request at INFO; each model call is
         # recorded as a step with its latency and outcome already, and failures still log.
         **{

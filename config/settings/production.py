@@ -17,6 +17,7 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=True)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
+WHITENOISE_AUTOREFRESH = False  # static files as collectstatic gathered them, indexed at start
 
 # Production sends mail: Django's SMTP backend (AGENTDESK_MAIL_OPTIONS gives its host) unless
 # another is named. The development default only logs each e-mail, one-time links included.

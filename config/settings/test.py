@@ -39,8 +39,16 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{os.environ['AGENTDESK_
 # no test of something else reaches (the throttling tests set low ones).
 CACHES["default"]["KEY_PREFIX"] = os.environ["AGENTDESK_TEST_DB"]
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].update(
-    {"api_burst": "100000/min", "api_sustained": "1000000/hour"}
+    {
+        "api_burst": "100000/min",
+        "api_sustained": "1000000/hour",
+        "api_bad_credentials": "100000/min",
+    }
 )
+
+# Many tests log in, some with a wrong password on purpose: no lockout unless a test asks for one
+# (override_settings, or AGENTDESK_LOGIN_FAILURE_LIMIT for the servers it starts).
+AXES_FAILURE_LIMIT = env.int("AGENTDESK_LOGIN_FAILURE_LIMIT", default=100_000)
 
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 

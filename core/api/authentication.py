@@ -1,12 +1,16 @@
 """API-key authentication (``Authorization: Bearer adk_<prefix>_<secret>``).
 
-User tokens (``Authorization: Token ...``) and admin sessions use DRF's own classes; whichever
+User tokens (``Authorization: Token ...``) and admin sessions use DRF's classes; whichever
 authenticates, :mod:`core.api.principal` turns the result into the agency and role the request
-acts with.
+acts with. A key or token that fails counts against the client's address, and an address with
+too many failures is refused (429) before its credential is looked up
+(:class:`core.api.throttling.BadCredentialThrottle`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
@@ -14,6 +18,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from core import tenancy
+from core.api.throttling import BadCredentialThrottle
 from core.api_keys.models import KEY_SCHEME, ApiKey
 from core.api_keys.selectors import api_key_for_secret
 from core.api_keys.services import api_key_touch
@@ -46,17 +51,42 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
-        if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Invalid Authorization header.")
-        try:
-            raw = header[1].decode("ascii")
-        except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("Invalid API key.") from None
-        key = api_key_authenticate(raw)
+        with counted_failures(request):
+            if len(header) != 2:
+                raise exceptions.AuthenticationFailed("Invalid Authorization header.")
+            try:
+                raw = header[1].decode("ascii")
+            except UnicodeDecodeError:
+                raise exceptions.AuthenticationFailed("Invalid API key.") from None
+            key = api_key_authenticate(raw)
         return ApiKeyUser(key), key
 
     def authenticate_header(self, request: Any) -> str:
         return f'{self.keyword} realm="api"'
+
+
+class UserTokenAuthentication(authentication.TokenAuthentication):
+    """DRF's user tokens (``Authorization: Token <key>``), their failures counted like keys'."""
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        with counted_failures(request):
+            return super().authenticate(request)
+
+
+@contextmanager
+def counted_failures(request: Request) -> Iterator[None]:
+    """Refuse an address out of failures (429); count the credential checked inside if it
+    fails (``AuthenticationFailed``)."""
+    throttle = BadCredentialThrottle()
+    throttle.refuse_if_exhausted(request)
+    try:
+        yield
+    except exceptions.AuthenticationFailed:
+        throttle.record_failure(request)
+        raise
 
 
 def api_key_authenticate(raw: str) -> ApiKey:

@@ -18,6 +18,11 @@ take the API down with it.
 
 Other throttles (the per-webhook one) subclass :class:`WindowRateThrottle` with their own scope
 and key, their rate in the same ``DEFAULT_THROTTLE_RATES`` dictionary.
+
+Guessing is limited apart from use: credentials that fail (a bogus, revoked or expired API key
+or user token) count per client address, scope ``api_bad_credentials`` (default ``20/min``,
+``AGENTDESK_API_BAD_CREDENTIALS_RATE``); an address past it gets 429 for any credential until the
+window ends, before the credential is looked at (:class:`BadCredentialThrottle`).
 """
 
 from __future__ import annotations
@@ -28,13 +33,17 @@ import time
 from typing import Any
 
 from django.core.cache import cache as default_cache
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from core.client import client_address
+
 logger = logging.getLogger(__name__)
 
 BURST_SCOPE = "api_burst"
+BAD_CREDENTIALS_SCOPE = "api_bad_credentials"
 SUSTAINED_SCOPE = "api_sustained"
 
 # One warning per this many seconds while the cache is unreachable, not one per request.
@@ -102,16 +111,20 @@ class WindowRateThrottle(SimpleRateThrottle):
         ident = self.get_cache_key(request, view)
         if ident is None:
             return True
-        self.now = self.timer()
-        window = int(self.now // self.duration)
-        self.window_end = (window + 1) * self.duration
-        key = f"{ident}:{window}"
+        key = self._window_key(ident)
         try:
             count = self._increment(key)
         except Exception as exc:  # any cache failure (Redis down, timeout): fail open, logged
             _warn_unavailable(str(self.scope), exc)
             return True
         return count <= self.num_requests
+
+    def _window_key(self, ident: str) -> str:
+        """The counter of ``ident`` for the window now (sets ``now`` and ``window_end``)."""
+        self.now = self.timer()
+        window = int(self.now // self.duration)
+        self.window_end = (window + 1) * self.duration
+        return f"{ident}:{window}"
 
     def _increment(self, key: str) -> int:
         # The window's key lives a little past the window, then Redis drops it.
@@ -141,3 +154,39 @@ class BurstRateThrottle(_CredentialThrottle):
 
 class SustainedRateThrottle(_CredentialThrottle):
     scope = SUSTAINED_SCOPE
+
+
+class BadCredentialThrottle(WindowRateThrottle):
+    """Failed API credentials per client address (``core.client.client_address``).
+
+    Not a DRF throttle class of views (those run after authentication, which a bad credential
+    never passes): the authentication classes call :meth:`refuse_if_exhausted` before they look a
+    credential up, and :meth:`record_failure` when it fails.
+    """
+
+    scope = BAD_CREDENTIALS_SCOPE
+
+    def get_cache_key(self, request: Request, view: Any) -> str:
+        return f"throttle:{self.scope}:ip:{client_address(request) or 'unknown'}"
+
+    def refuse_if_exhausted(self, request: Request) -> None:
+        """``Throttled`` (429, ``Retry-After``) when the address has no failures left."""
+        if self.rate is None:
+            return
+        key = self._window_key(self.get_cache_key(request, None))
+        try:
+            failures = int(self.cache.get(key, 0))
+        except Exception as exc:  # any cache failure: fail open, logged
+            _warn_unavailable(str(self.scope), exc)
+            return
+        if failures >= self.num_requests:
+            raise exceptions.Throttled(wait=self.wait())
+
+    def record_failure(self, request: Request) -> None:
+        if self.rate is None:
+            return
+        key = self._window_key(self.get_cache_key(request, None))
+        try:
+            self._increment(key)
+        except Exception as exc:
+            _warn_unavailable(str(self.scope), exc)

@@ -10,6 +10,7 @@ exits on its own is reported and restarted (at most 3 times a minute).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import select
@@ -38,6 +39,7 @@ RESTARTS_PER_MINUTE = 3
 LOOPBACK = "127.0.0.1"
 ENDPOINTS_VARIABLE = "AGENTDESK_LLM_PRIVATE_ENDPOINTS"
 BASE_URL_VARIABLE = "AGENTDESK_BASE_URL"
+DEBUG_VARIABLE = "DJANGO_DEBUG"
 SEED_LABELS = {
     "agencies": "agency",
     "logins": "login",
@@ -143,7 +145,15 @@ class Command(BaseCommand):
                 demo_model, demo_port = self._start_demo_model()
                 url = f"http://{LOOPBACK}:{demo_port}/v1"
                 self._report_seed(demo_seed(model_url=url))
-            env = self._child_env(services, demo_port, base_url=web_url(options))
+            env = self._child_env(
+                services, demo_port, base_url=web_url(options), host=options["host"]
+            )
+            if settings.DEBUG and not is_loopback(options["host"]):
+                self._say(
+                    "up",
+                    f"{DEBUG_VARIABLE} ignored: {options['host']} is reachable from other machines "
+                    "and Django's debug pages show settings and code; errors get AgentDesk's pages",
+                )
             # The metrics of the platform starting now: the last run's samples go (ops.metrics).
             env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_directory.reset())
             for child in children:
@@ -210,8 +220,14 @@ class Command(BaseCommand):
             Child("beat", [python, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO"]),
         ]
 
-    def _child_env(self, services: Any, demo_port: int | None, *, base_url: str) -> dict[str, str]:
+    def _child_env(
+        self, services: Any, demo_port: int | None, *, base_url: str, host: str = LOOPBACK
+    ) -> dict[str, str]:
         env = dict(os.environ)
+        if not is_loopback(host):
+            # Django's debug pages (settings, every URL pattern, a traceback's variables) go to
+            # this machine only: the web server is reachable from others on this address.
+            env[DEBUG_VARIABLE] = "false"
         # Links in e-mails (an approval to decide) point at the address served here, unless the
         # environment (or .env, read into it by the settings) names one.
         env.setdefault(BASE_URL_VARIABLE, base_url)
@@ -352,6 +368,17 @@ def web_url(options: dict[str, Any]) -> str:
     elif ":" in host:  # an IPv6 address
         host = f"[{host}]"
     return f"http://{host}:{options['port']}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach a server bound to ``host`` (a name other than
+    localhost counts as reachable: what it resolves to may change)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _answers_as_demo_model(port: int) -> bool:
