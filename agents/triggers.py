@@ -34,6 +34,8 @@ _SCALARS = (str, int, float, bool, type(None))
 _EVENT_TYPE = re.compile(EVENT_TYPE_REGEX)
 # "auth.*", "auth.login.*": leading names of an event type, then ".*".
 _WILDCARD = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*\.\*$")
+# What event_type_error accepts (an event type or a trailing wildcard), for the API schema.
+SUBSCRIPTION_REGEX = r"^[a-z][a-z0-9_]*(?:(?:\.[a-z0-9_]+)+|(?:\.[a-z0-9_]+)*\.\*)$"
 
 
 def event_type_error(value: Any) -> str | None:

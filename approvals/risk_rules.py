@@ -24,11 +24,31 @@ RULE_FIELDS = frozenset(
 CONDITION_KEYS = frozenset(
     {"argument", "field", "min_items", "threshold", "equals", "contains", "exists"}
 )
+_COUNT = {"type": "integer", "minimum": 0}
+# condition_errors' rules, for the API schema: {} or an object naming the argument.
+CONDITION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "argument": {"type": "string", "minLength": 1},
+        "field": {},  # tested only without "argument"
+        "min_items": _COUNT,
+        "threshold": _COUNT,
+        "equals": {},
+        "contains": {},
+        "exists": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+    "anyOf": [
+        {"maxProperties": 0},
+        {"required": ["argument"]},
+        {"required": ["field"], "properties": {"field": {"type": "string", "minLength": 1}}},
+    ],
+}
 
 
-def _invalid(fields: dict[str, list[str]]) -> ApplicationError:
+def _invalid(fields: dict[str, list[str]], *, status: int = 400) -> ApplicationError:
     first = next(iter(fields.values()))[0]
-    return ApplicationError("invalid", f"Invalid input. {first}", fields=fields)
+    return ApplicationError("invalid", f"Invalid input. {first}", fields=fields, status=status)
 
 
 def condition_errors(condition: Any) -> list[str]:
@@ -77,7 +97,9 @@ def _save(rule: RiskRule) -> RiskRule:
             rule.save()
     except IntegrityError as exc:
         if "approvals_riskrule_unique_name" in str(exc):
-            raise _invalid({"name": [f"A risk rule named {rule.name!r} already exists."]}) from exc
+            raise _invalid(
+                {"name": [f"A risk rule named {rule.name!r} already exists."]}, status=409
+            ) from exc
         raise
     return rule
 

@@ -98,6 +98,7 @@ def invitation_check(
             "already_member",
             f"{email} is already a member of {agency.name}.",
             fields={"email": ["Already a member."]},
+            status=409,
         )
     pending = Invitation.objects.filter(
         agency=agency,
@@ -118,6 +119,7 @@ def _duplicate(email: str, pending: Invitation | None) -> ApplicationError:
         f"{email} already has a pending invitation{until}: resend or revoke it.",
         fields={"email": ["An invitation is already pending."]},
         invitation_id=str(pending.pk) if pending else None,
+        status=409,
     )
 
 
@@ -176,7 +178,9 @@ def invitation_resend(*, invitation: Invitation, agency: Agency) -> Invitation:
         locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
         if locked.accepted_at is not None or locked.revoked_at is not None:
             raise ApplicationError(
-                "not_pending", f"This invitation was {locked.status}: invite the person again."
+                "not_pending",
+                f"This invitation was {locked.status}: invite the person again.",
+                status=409,
             )
         token = new_token()
         locked.token_hash = hash_token(token)

@@ -37,6 +37,14 @@ __all__ = [
 
 # Tool names are function names for the LLM APIs, which cap them at 64 characters.
 MAX_PATTERN_LENGTH = 64
+# validate_pattern's rules as one expression, for the API schema (with a length of 1 to 64).
+PATTERN_REGEX = r"^\*?(?:[a-z0-9_]+\*)*[a-z0-9_]*$"
+PATTERN_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_PATTERN_LENGTH,
+    "pattern": PATTERN_REGEX,
+}
 _ALLOWED_CHARACTERS = re.compile(r"[a-z0-9_*]+")
 
 

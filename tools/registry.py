@@ -82,6 +82,12 @@ def get_handler(name: str) -> Handler | None:
     return found
 
 
+def is_installed(name: str) -> bool:
+    """Whether a call of the tool ``name`` has a handler to run: its own, or its family's (an MCP
+    server's tools). The one answer for the runtime's offer and the API's ``not_installed``."""
+    return get_handler(name) is not None
+
+
 def registered_names() -> list[str]:
     _load_builtins()
     return sorted(_HANDLERS)

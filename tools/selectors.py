@@ -70,11 +70,10 @@ def offered_tools(
 ) -> list[Tool]:
     """Those of ``tools`` a run of an agent with these patterns is offered (tools.access): a
     handler installed, the name allowed, every required permission and module present."""
-    installed = set(registry.registered_names())
     return [
         tool
         for tool in tools
-        if (tool.name in installed or registry.get_handler(tool.name) is not None)
+        if registry.is_installed(tool.name)
         and decide_tool(
             tool.name,
             requires_permissions=tool.requires_permissions,
@@ -96,7 +95,7 @@ def tool_access_now(
     Only for explaining a refusal (a call of a tool its run was not offered): three reads, off
     the hot path.
     """
-    if registry.get_handler(tool_name) is None:
+    if not registry.is_installed(tool_name):
         return None
     tool = (
         active_tools(agency_id)

@@ -24,8 +24,8 @@ EDITABLE_FIELDS = frozenset(
 )  # fmt: skip
 
 
-def _invalid(fields: dict[str, list[str]]) -> ApplicationError:
-    return ApplicationError("invalid", "The tool is invalid.", fields=fields)
+def _invalid(fields: dict[str, list[str]], *, status: int = 400) -> ApplicationError:
+    return ApplicationError("invalid", "The tool is invalid.", fields=fields, status=status)
 
 
 def validate_tool_fields(fields: dict[str, Any]) -> None:
@@ -64,7 +64,9 @@ def _save(tool: Tool) -> Tool:
             tool.save()
     except IntegrityError as exc:
         if "name" in str(exc):
-            raise _invalid({"name": [f"A tool named {tool.name!r} already exists."]}) from exc
+            raise _invalid(
+                {"name": [f"A tool named {tool.name!r} already exists."]}, status=409
+            ) from exc
         raise
     return tool
 

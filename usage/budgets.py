@@ -19,8 +19,10 @@ from core.exceptions import ApplicationError
 from usage.models import Budget
 
 
-def _invalid(field: str, message: str) -> ApplicationError:
-    return ApplicationError("invalid", f"Invalid input. {message}", fields={field: [message]})
+def _invalid(field: str, message: str, *, status: int = 400) -> ApplicationError:
+    return ApplicationError(
+        "invalid", f"Invalid input. {message}", fields={field: [message]}, status=status
+    )
 
 
 @transaction.atomic
@@ -33,7 +35,9 @@ def budget_create(*, agency_id: uuid.UUID, date: datetime.date, limit_usd: Decim
             return Budget.objects.create(agency_id=agency_id, date=date, limit_usd=limit_usd)
     except IntegrityError as exc:
         if "usage_budget_unique_day" in str(exc):
-            raise _invalid("date", f"The agency already has a budget for {date}.") from exc
+            raise _invalid(
+                "date", f"The agency already has a budget for {date}.", status=409
+            ) from exc
         raise
 
 

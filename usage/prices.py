@@ -22,9 +22,9 @@ PRICE_FIELDS = frozenset(
 )  # fmt: skip
 
 
-def _invalid(fields: dict[str, list[str]]) -> ApplicationError:
+def _invalid(fields: dict[str, list[str]], *, status: int = 400) -> ApplicationError:
     first = next(iter(fields.values()))[0]
-    return ApplicationError("invalid", f"Invalid input. {first}", fields=fields)
+    return ApplicationError("invalid", f"Invalid input. {first}", fields=fields, status=status)
 
 
 def _check(fields: dict[str, Any]) -> None:
@@ -47,7 +47,8 @@ def _save(price: ModelPrice) -> ModelPrice:
     except IntegrityError as exc:
         if "usage_modelprice_unique_model" in str(exc):
             raise _invalid(
-                {"model": [f"The agency already has a price for {price.provider}/{price.model}."]}
+                {"model": [f"The agency already has a price for {price.provider}/{price.model}."]},
+                status=409,
             ) from exc
         raise
     return price

@@ -5,9 +5,10 @@ from __future__ import annotations
 import django_filters
 
 from agents.models import Agent, Execution
+from core.api.filtering import FilterSet
 
 
-class AgentFilter(django_filters.FilterSet):
+class AgentFilter(FilterSet):
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", max_length=200)
 
     class Meta:
@@ -15,7 +16,7 @@ class AgentFilter(django_filters.FilterSet):
         fields = ["agent_type", "domain", "is_active", "site", "llm_provider"]
 
 
-class ExecutionFilter(django_filters.FilterSet):
+class ExecutionFilter(FilterSet):
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 

@@ -20,16 +20,28 @@ from agents.models import (
     ExecutionStep,
     StopReason,
 )
+from agents.models.agent import (
+    MAX_TOKEN_BUDGET,
+    MIN_CONTEXT_TOKEN_BUDGET,
+    validate_context_token_budget,
+)
 from agents.schedules import InvalidCron, parse_cron
-from agents.triggers import InvalidConditions, event_type_error, validate_conditions
+from agents.triggers import (
+    SUBSCRIPTION_REGEX,
+    InvalidConditions,
+    event_type_error,
+    validate_conditions,
+)
 from core.api.fields import (
     AgencyRelatedField,
     JSONListField,
     JSONObjectField,
     StrictSerializer,
     StrictSerializerMixin,
+    documented,
 )
 from core.models import Site
+from tools.api.fields import ToolPatternField
 from tools.patterns import InvalidPattern, validate_pattern
 
 MAX_LIST_ITEMS = 100
@@ -77,11 +89,31 @@ AGENT_WRITE_FIELDS = [
 ]
 
 
-def _names(max_length: int) -> serializers.ListField:
+# An event subscription ('crm.contact.created', 'crm.contact.*'), as event_type_error takes it.
+SubscriptionField = documented(
+    serializers.CharField,
+    {"type": "string", "maxLength": 200, "pattern": SUBSCRIPTION_REGEX},
+    "SubscriptionField",
+)
+
+
+# 0 (no limit), or enough for a system prompt and a step (validate_context_token_budget).
+ContextBudgetField = documented(
+    serializers.IntegerField,
+    {
+        "type": "integer",
+        "maximum": MAX_TOKEN_BUDGET,
+        "anyOf": [{"minimum": 0, "maximum": 0}, {"minimum": MIN_CONTEXT_TOKEN_BUDGET}],
+    },
+    "ContextBudgetField",
+)
+
+
+def _names(
+    max_length: int, child: type[serializers.CharField] = serializers.CharField
+) -> serializers.ListField:
     return serializers.ListField(
-        child=serializers.CharField(max_length=max_length),
-        max_length=MAX_LIST_ITEMS,
-        required=False,
+        child=child(max_length=max_length), max_length=MAX_LIST_ITEMS, required=False
     )
 
 
@@ -140,9 +172,9 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     personality = serializers.CharField(max_length=5000, required=False, allow_blank=True)
     system_prompt = serializers.CharField(max_length=50_000)
     capabilities = _names(100)
-    trigger_events = _names(200)
-    allowed_tools = _names(100)
-    denied_tools = _names(100)
+    trigger_events = _names(200, SubscriptionField)
+    allowed_tools = _names(100, ToolPatternField)
+    denied_tools = _names(100, ToolPatternField)
     constraints = JSONListField(required=False)
     examples = JSONListField(required=False)
     trigger_conditions = JSONObjectField(
@@ -157,6 +189,13 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
         min_value=Decimal(0),
         max_value=Decimal(2),
         required=False,
+    )
+    context_token_budget = ContextBudgetField(
+        min_value=0,
+        max_value=MAX_TOKEN_BUDGET,
+        validators=[validate_context_token_budget],
+        required=False,
+        help_text=Agent._meta.get_field("context_token_budget").help_text,
     )
 
     class Meta:

@@ -35,9 +35,9 @@ KEY_BOUND_FIELDS = ("api_endpoint", "provider_name")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _invalid(fields: dict[str, list[str]]) -> ApplicationError:
+def _invalid(fields: dict[str, list[str]], *, status: int = 400) -> ApplicationError:
     first = next(iter(fields.values()))[0]
-    return ApplicationError("invalid", f"Invalid input. {first}", fields=fields)
+    return ApplicationError("invalid", f"Invalid input. {first}", fields=fields, status=status)
 
 
 def endpoint_error(url: str) -> str | None:
@@ -79,11 +79,13 @@ def _save(provider: LLMProvider) -> LLMProvider:
     except IntegrityError as exc:
         if "agents_llmprovider_one_default" in str(exc):
             raise _invalid(
-                {"is_default": ["Another provider is already the default for this site."]}
+                {"is_default": ["Another provider is already the default for this site."]},
+                status=409,
             ) from exc
         if "agents_llmprovider_unique_per_site" in str(exc):
             raise _invalid(
-                {"provider_name": ["This provider is already configured for this site."]}
+                {"provider_name": ["This provider is already configured for this site."]},
+                status=409,
             ) from exc
         raise
     return provider

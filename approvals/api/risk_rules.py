@@ -20,9 +20,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from approvals.models import RiskLevel, RiskRule
-from approvals.risk_rules import risk_rule_create, risk_rule_delete, risk_rule_update
+from approvals.risk_rules import (
+    CONDITION_SCHEMA,
+    risk_rule_create,
+    risk_rule_delete,
+    risk_rule_update,
+)
 from core.api.base import TenantViewSet
-from core.api.fields import JSONObjectField, StrictSerializerMixin
+from core.api.fields import JSONObjectField, StrictSerializerMixin, documented
+from core.api.filtering import FilterSet
+from tools.api.fields import ToolPatternField
 
 
 class RiskRuleSerializer(serializers.ModelSerializer):
@@ -54,13 +61,16 @@ class RiskRuleSerializer(serializers.ModelSerializer):
         return rule.agency_id is None
 
 
+ConditionField = documented(JSONObjectField, CONDITION_SCHEMA, "ConditionField")
+
+
 class RiskRuleWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
-    tool_pattern = serializers.CharField(
+    tool_pattern = ToolPatternField(
         max_length=100, help_text="A tool-name pattern: 'email_send', 'crm_delete_*', '*'."
     )
-    condition = JSONObjectField(
+    condition = ConditionField(
         required=False,
         max_bytes=4096,
         help_text='Narrows the rule to certain arguments, e.g. {"argument": "to", '
@@ -84,7 +94,7 @@ class RiskRuleWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer
         extra_kwargs = {"priority": {"min_value": 0, "max_value": 32767}}
 
 
-class RiskRuleFilter(django_filters.FilterSet):
+class RiskRuleFilter(FilterSet):
     is_platform = django_filters.BooleanFilter(field_name="agency", lookup_expr="isnull")
 
     class Meta:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins
 from rest_framework.decorators import action
@@ -22,11 +21,12 @@ from approvals.questions import question_answer
 from approvals.services import approval_decide
 from core.api.base import TenantViewSet
 from core.api.fields import ErrorSerializer
+from core.api.filtering import FilterSet
 from core.api.permissions import APPROVE_ROLES
 from core.exceptions import ApplicationError
 
 
-class ApprovalFilter(django_filters.FilterSet):
+class ApprovalFilter(FilterSet):
     class Meta:
         model = Approval
         fields = ["status", "risk_level", "agent", "execution", "site", "action_type"]
@@ -84,7 +84,7 @@ class ApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantVi
         return Response(ApprovalSerializer(decided).data)
 
 
-class QuestionFilter(django_filters.FilterSet):
+class QuestionFilter(FilterSet):
     class Meta:
         model = Question
         fields = ["status", "kind", "agent", "execution", "site"]

@@ -506,7 +506,7 @@ REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_PAGINATION_CLASS": "core.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 25,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "core.api.filtering.FilterBackend",
         "core.api.ordering.StableOrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "core.api.schema.AutoSchema",
@@ -550,6 +550,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,  # request bodies without the read-only fields
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.api.schema.forbid_nul_in_requests",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "ExecutionStatusEnum": "agents.models.ExecutionStatus",
         "ApprovalStatusEnum": "approvals.models.ApprovalStatus",

@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from core.api.fields import StrictSerializer
+from core.api.filtering import refuse_repeated_params
 from core.api.permissions import ALL_ROLES, WRITE_ROLES
 from core.api.principal import ANONYMOUS, Principal, principal_context, principal_for
 from core.selectors import access_object
@@ -42,6 +43,10 @@ class TenantScopedView(APIView):
     def perform_authentication(self, request: Request) -> None:
         request.user  # noqa: B018 - authenticates
         self.principal = principal_for(request)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        refuse_repeated_params(request, self)
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         # APIView.dispatch, with the handler inside the principal's tenant context.

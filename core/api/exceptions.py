@@ -1,7 +1,8 @@
 """The one API error shape, ``{"message", "code", "extra"}``, from one DRF exception handler.
 
 ``ApplicationError`` keeps its status and code (``extra`` carries e.g. ``fields``); DRF validation
-errors are 400 with ``extra.fields``; not found 404; permission 403; missing credentials 401;
+errors are 400 with ``extra.fields`` (422 when the body matched the schema and only broke a rule
+it cannot state); not found 404; permission 403; missing credentials 401;
 anything unexpected is logged and becomes a 500 that says nothing about the internals.
 """
 
@@ -58,12 +59,29 @@ def _first_message(fields: Any, path: str = "") -> str | None:
     return None
 
 
+# Field errors that are about the request's meaning, not its shape: a reference to no row of the
+# agency, or a rule the schema cannot state (raised with ``code=RULE``). A request whose errors are
+# all of these matched the schema: 422, not 400 (the README's "Errors").
+RULE = "rule"
+RULE_CODES = frozenset({RULE, "does_not_exist"})
+
+
+def _leaf_codes(codes: Any) -> set[str]:
+    if isinstance(codes, Mapping):
+        return set().union(*(_leaf_codes(value) for value in codes.values()))
+    if isinstance(codes, list):
+        return set().union(*(_leaf_codes(value) for value in codes))
+    return {str(codes)}
+
+
 def _validation_response(exc: exceptions.ValidationError) -> Response:
     detail = exc.detail
     fields = detail if isinstance(detail, Mapping) else {"non_field_errors": detail}
     first = _first_message(fields)
     message = f"Invalid input. {first}" if first else "Invalid input."
-    return Response(error_body("invalid", message, {"fields": fields}), status=400)
+    codes = _leaf_codes(exc.get_codes())
+    status_code = 422 if codes and codes <= RULE_CODES else 400
+    return Response(error_body("invalid", message, {"fields": fields}), status=status_code)
 
 
 def _api_exception_response(exc: exceptions.APIException) -> Response:

@@ -11,16 +11,34 @@ from django.db.models import Model, Q, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.api.strict import json_type_error
+
 DEFAULT_JSON_MAX_BYTES = 64 * 1024
 
 
+def _value_errors(field: serializers.Field, value: Any) -> Any:
+    """The type errors of ``value`` for ``field`` (items of a list, values of a dict too)."""
+    problem = json_type_error(field, value)
+    if problem:
+        return [problem]
+    child = getattr(field, "child", None)
+    if isinstance(field, serializers.ListField) and child is not None and isinstance(value, list):
+        items = {i: e for i, item in enumerate(value) if (e := _value_errors(child, item))}
+        return items or None
+    if isinstance(field, serializers.DictField) and child is not None and isinstance(value, dict):
+        values = {str(k): e for k, item in value.items() if (e := _value_errors(child, item))}
+        return values or None
+    return None
+
+
 class StrictSerializerMixin:
-    """A body key that is not a writable field is a 400 on that key, never silently dropped."""
+    """A body key that is not one of these fields is refused (400), never dropped, and a value of
+    another JSON type is refused, never converted."""
 
     fields: Any
 
     def to_internal_value(self, data: Any) -> Any:
-        errors: dict[str, list[str]] = {}
+        errors: dict[str, Any] = {}
         if isinstance(data, Mapping):
             for key in data:
                 field = self.fields.get(key)
@@ -28,6 +46,8 @@ class StrictSerializerMixin:
                     errors[str(key)] = ["Unknown field."]
                 elif field.read_only:
                     errors[str(key)] = ["This field is read-only."]
+                elif problem := _value_errors(field, data[key]):
+                    errors[str(key)] = problem
         try:
             value = super().to_internal_value(data)  # type: ignore[misc]
         except serializers.ValidationError as exc:
@@ -43,9 +63,18 @@ class StrictSerializer(StrictSerializerMixin, serializers.Serializer):
     pass
 
 
+def documented[F: serializers.Field](base: type[F], schema: dict[str, Any], name: str) -> type[F]:
+    """A subclass of ``base`` that the API schema shows as ``schema``: the rules a service checks
+    on its value, stated for clients. (A class, not an instance: serializers copy their fields
+    by constructing them again, which drops an instance's schema.)"""
+    return extend_schema_field(schema)(type(name, (base,), {"__module__": base.__module__}))
+
+
 @extend_schema_field({"type": "object", "additionalProperties": True})
 class JSONObjectField(serializers.JSONField):
     """A JSON object of bounded size (serialized), e.g. a payload or trigger data."""
+
+    json_type = "object"
 
     default_error_messages = {
         "not_object": "Must be a JSON object.",
@@ -68,6 +97,8 @@ class JSONObjectField(serializers.JSONField):
 @extend_schema_field({"type": "array", "items": {}})
 class JSONListField(serializers.JSONField):
     """A JSON array of bounded size (agent constraints, examples)."""
+
+    json_type = "array"
 
     default_error_messages = {
         "not_list": "Must be a JSON array.",
@@ -105,8 +136,14 @@ class AgencyRelatedField(serializers.PrimaryKeyRelatedField):
             queryset = queryset.filter(own | Q(agency__isnull=True) if self.include_shared else own)
         return queryset
 
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        # RelatedField takes "" for null: the schema's uuid does not.
+        if data == "":
+            self.fail("incorrect_type", data_type="empty string")
+        return super().run_validation(data)
+
     def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, bool) or not isinstance(data, str | int):
+        if not isinstance(data, str):
             self.fail("incorrect_type", data_type=type(data).__name__)
         return super().to_internal_value(data)
 

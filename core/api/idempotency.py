@@ -36,12 +36,16 @@ from core.models import AgencyOwnedModel
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
+# What idempotency_key_from takes, stated for clients: printable ASCII, no space at either end
+# (HTTP strips those), 1 to MAX_KEY_LENGTH characters.
+KEY_PATTERN = rf"^[!-~](?:[ -~]{{0,{MAX_KEY_LENGTH - 2}}}[!-~])?$"
 
 SCHEMA_PARAMETER = OpenApiParameter(
     HEADER,
     OpenApiTypes.STR,
     OpenApiParameter.HEADER,
     required=False,
+    pattern=KEY_PATTERN,
     description=(
         "Makes the request safe to retry: the same key (1-255 printable ASCII characters, e.g. "
         "a UUID) with the same request returns the first answer again (status and body, with "

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api.base import TenantViewSet
+from core.api.filtering import FilterSet
 from core.api.permissions import ADMIN_ROLES
 from core.api.serializers import (
     ApiKeyCreatedSerializer,
@@ -26,7 +27,7 @@ from core.events import event_emit
 from core.models import Event
 
 
-class EventFilter(django_filters.FilterSet):
+class EventFilter(FilterSet):
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     event_type_prefix = django_filters.CharFilter(
@@ -87,7 +88,7 @@ class EventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantViewS
         return Response(EventSerializer(event).data, status=code)
 
 
-class ApiKeyFilter(django_filters.FilterSet):
+class ApiKeyFilter(FilterSet):
     revoked = django_filters.BooleanFilter(
         field_name="revoked_at", lookup_expr="isnull", exclude=True
     )

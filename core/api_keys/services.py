@@ -44,6 +44,7 @@ def api_key_create(
             "invalid",
             "The expiry must be an aware date and time in the future.",
             fields={"expires_at": ["Must be in the future."]},
+            status=422,  # a well-formed date, in the past: the schema cannot say "future"
         )
     for _attempt in range(5):
         prefix, secret = new_prefix(), new_secret()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiResponse,
@@ -20,6 +19,7 @@ from rest_framework.response import Response
 
 from core.api.base import TenantViewSet
 from core.api.fields import ErrorSerializer
+from core.api.filtering import FilterSet
 from core.api.permissions import ADMIN_ROLES, ALL_ROLES
 from core.models import Agency, Membership
 from members import services
@@ -63,7 +63,7 @@ LAST_ADMIN = OpenApiResponse(
 )
 
 
-class MemberFilter(django_filters.FilterSet):
+class MemberFilter(FilterSet):
     class Meta:
         model = Membership
         fields = ["role"]
@@ -113,16 +113,17 @@ class MemberViewSet(
     )
     def partial_update(self, request: Request, pk: str | None = None) -> Response:
         member = self.get_object()
-        body = MemberUpdateSerializer(data=request.data)
+        body = MemberUpdateSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        services.membership_change_role(membership=member, role=body.validated_data["role"])
+        if "role" in body.validated_data:  # a PATCH without it changes nothing
+            services.membership_change_role(membership=member, role=body.validated_data["role"])
         return Response(MemberSerializer(self.get_queryset().get(pk=member.pk)).data)
 
     def perform_destroy(self, instance: Membership) -> None:
         services.membership_remove(membership=instance)
 
 
-class InvitationFilter(django_filters.FilterSet):
+class InvitationFilter(FilterSet):
     class Meta:
         model = Invitation
         fields = ["role", "email"]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import django_filters
 
+from core.api.filtering import FilterSet
 from memory.models import Memory, MemoryType
 
 
-class MemoryFilter(django_filters.FilterSet):
+class MemoryFilter(FilterSet):
     type = django_filters.MultipleChoiceFilter(
         field_name="memory_type", choices=MemoryType.choices, label="Memory types"
     )

@@ -24,6 +24,7 @@ from memory.api.serializers import (
 )
 from memory.models import Memory
 from memory.search import search_memories
+from memory.search.memories import MAX_K, QUERY_MAX_CHARS
 from memory.selectors import access_memory, agent_memories
 from memory.services import memory_delete, memory_store
 
@@ -32,12 +33,20 @@ MEMORY_ID = OpenApiParameter("memory_id", OpenApiTypes.UUID, OpenApiParameter.PA
 SEARCH_PARAMETERS = [
     OpenApiParameter(
         "q",
-        OpenApiTypes.STR,
+        # MemorySearchParams' q: some text besides spaces, at most QUERY_MAX_CHARS.
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": QUERY_MAX_CHARS,
+            "pattern": r"^[^\x00]*[^\s\x00][^\x00]*$",
+        },
         description="Search by meaning and words (hybrid): the `k` most relevant memories, best "
         "first, with `score` and `similarity`; not paginated. Without it: the list.",
     ),
     OpenApiParameter(
-        "k", OpenApiTypes.INT, description="How many results a search returns (1-100, 10)."
+        "k",
+        {"type": "integer", "minimum": 1, "maximum": MAX_K},
+        description=f"How many results a search returns (1-{MAX_K}, 10).",
     ),
 ]
 # List filters that a search does not take (it ranks; it does not page or sort).
@@ -87,6 +96,7 @@ class AgentMemoryList(_AgentMemories, generics.ListAPIView):
                 "invalid",
                 f"A search (q) cannot be combined with {', '.join(clash)}.",
                 fields={name: ["Not allowed with q."] for name in clash},
+                status=422,  # each parameter is valid; together they mean nothing
             )
         params = MemorySearchParams(data=request.query_params)
         params.is_valid(raise_exception=True)

@@ -127,10 +127,11 @@ def count(model: type[Model], **filters: Any) -> int:
         return model._default_manager.filter(**filters).count()
 
 
-def fields_of(response: Any) -> dict[str, Any]:
-    """The field errors of a 400 in the API's error shape (asserting the shape on the way)."""
+def fields_of(response: Any, status: int = 400) -> dict[str, Any]:
+    """The field errors of a 400 (or of ``status``: 409 for a conflict with what exists, 422 for
+    a rule the schema cannot state) in the API's error shape (asserting the shape on the way)."""
     body = response.json()
-    assert response.status_code == 400, body
+    assert response.status_code == status, body
     assert set(body) == {"message", "code", "extra"}, body
     return dict(body["extra"]["fields"])
 

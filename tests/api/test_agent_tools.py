@@ -13,7 +13,8 @@ from core import tenancy
 from core.models import Event, Role
 from tests.agents.factories import AgentFactory
 from tests.api.conftest import Tenant, count, fields_of
-from tests.tools.factories import ToolFactory
+from tests.tools.factories import McpServerFactory, ToolFactory
+from tools.selectors import active_tools, agency_enabled_modules, offered_tools
 
 
 def _url(agent: Agent) -> str:
@@ -42,6 +43,28 @@ def test_the_configuration_says_which_tools_are_offered_and_why_not(
     assert tools["web_search"]["code"] == "tool_not_allowed"
     assert tools[own.name]["code"] == "not_installed"
     assert theirs.name not in tools
+
+
+def test_the_tools_of_an_mcp_server_are_offered_as_the_runs_offer_them(tenant_a, as_role) -> None:
+    server = McpServerFactory.create(agency=tenant_a.agency)
+    mcp_tool = ToolFactory.create(
+        agency=tenant_a.agency,
+        mcp_server=server,
+        name=f"mcp_{server.slug}__get_forecast",
+        handler_config={"mcp_tool": "get_forecast"},
+    )
+    agent = _agent(tenant_a, allowed_tools=["mcp_*"], denied_tools=[])
+    tools = {t["name"]: t for t in as_role(Role.VIEWER).get(_url(agent)).json()["tools"]}
+    assert tools[mcp_tool.name]["offered"] is True, tools[mcp_tool.name]
+    assert tools[mcp_tool.name]["code"] == ""
+    with tenancy.agency_context(tenant_a.agency.id):
+        runs_offer = offered_tools(
+            active_tools(tenant_a.agency.id),
+            allowed=agent.allowed_tools,
+            denied=agent.denied_tools,
+            enabled_modules=agency_enabled_modules(tenant_a.agency.id),
+        )
+    assert {t["name"] for t in tools.values() if t["offered"]} == {t.name for t in runs_offer}
 
 
 def test_staff_change_the_patterns_and_limits_as_a_new_version(tenant_a, as_role) -> None:

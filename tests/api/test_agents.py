@@ -80,7 +80,7 @@ def test_bad_input_is_a_field_error_and_writes_nothing(tenant_a, as_role, extra,
 def test_duplicate_slug_per_site_is_a_field_error(tenant_a, as_role) -> None:
     AgentFactory.create(agency=tenant_a.agency, site=tenant_a.site, slug="taken")
     response = as_role(Role.STAFF).post(URL, agent_body(tenant_a, slug="taken"), format="json")
-    assert "slug" in fields_of(response)
+    assert "slug" in fields_of(response, 409)
     assert count(Agent, agency=tenant_a.agency) == 1
 
 
@@ -95,7 +95,7 @@ def test_patch_with_bad_input_changes_nothing(tenant_a, as_role) -> None:
 
 def test_site_of_another_agency_does_not_exist(tenant_a, tenant_b, as_role) -> None:
     body = {**agent_body(tenant_a), "site": str(tenant_b.site.id)}
-    assert "site" in fields_of(as_role(Role.STAFF).post(URL, body, format="json"))
+    assert "site" in fields_of(as_role(Role.STAFF).post(URL, body, format="json"), 422)
     assert count(Agent) == 0
 
 

@@ -167,7 +167,7 @@ def test_superuser_reads_all_agencies_and_writes_for_a_named_one(
     # The named agency is the tenant: agency A's site does not exist there.
     wrong_site = {**body, "site": str(tenant_a.site.id), "name": "Other"}
     response = client.post(f"{AGENTS}?agency={tenant_b.agency.id}", wrong_site, format="json")
-    assert response.status_code == 400
+    assert response.status_code == 422  # a well-formed id, of no site of the named agency
     assert client.get(AGENTS, {"agency": "nope"}).status_code == 400
 
 

@@ -74,7 +74,7 @@ def test_bad_budgets_are_400_and_nothing_written(tenant_a, as_role, body, field)
 
 def test_one_budget_per_day(tenant_a, as_role) -> None:
     BudgetFactory.create(agency=tenant_a.agency)
-    errors = fields_of(as_role(Role.ADMIN).post(URL, {"limit_usd": "1"}, format="json"))
+    errors = fields_of(as_role(Role.ADMIN).post(URL, {"limit_usd": "1"}, format="json"), 409)
     assert "already has a budget" in errors["date"][0]
     assert count(Budget, agency=tenant_a.agency) == 1
 

@@ -139,11 +139,11 @@ def test_duplicates_are_field_errors(tenant_a, as_role) -> None:
     client = as_role(Role.ADMIN)
     LLMProviderFactory.create(agency=tenant_a.agency, provider_name="openai", is_default=True)
     again = client.post(URL, {"provider_name": "openai"}, format="json")
-    assert "provider_name" in fields_of(again)
+    assert "provider_name" in fields_of(again, 409)
     second_default = client.post(
         URL, {"provider_name": "anthropic", "is_default": True}, format="json"
     )
-    assert "is_default" in fields_of(second_default)
+    assert "is_default" in fields_of(second_default, 409)
     unknown = client.post(URL, {"provider_name": "openai", "api_key_encrypted": "x"},
                           format="json")  # fmt: skip
     assert fields_of(unknown)["api_key_encrypted"] == ["Unknown field."]
@@ -162,7 +162,7 @@ def test_another_agencys_site_and_provider_are_not_found(tenant_a, tenant_b, as_
     wrong_site = client.post(
         URL, {"provider_name": "openai", "site": str(tenant_b.site.id)}, format="json"
     )
-    assert "site" in fields_of(wrong_site)
+    assert "site" in fields_of(wrong_site, 422)
     assert _stored(theirs.id).is_active is True
 
 

@@ -57,7 +57,7 @@ def test_bad_prices_are_400_and_nothing_written(tenant_a, as_role, body, field) 
 
 def test_a_second_price_for_the_same_model_is_a_field_error(tenant_a, as_role) -> None:
     ModelPriceFactory.create(agency=tenant_a.agency, model="gpt-4o-mini")
-    errors = fields_of(as_role(Role.ADMIN).post(URL, PRICE, format="json"))
+    errors = fields_of(as_role(Role.ADMIN).post(URL, PRICE, format="json"), 409)
     assert "already has a price" in errors["model"][0]
 
 

@@ -73,7 +73,7 @@ def test_bad_rules_are_400_with_a_message_and_nothing_written(
 
 def test_a_duplicate_name_is_a_field_error(tenant_a, as_role) -> None:
     RiskRuleFactory.create(agency=tenant_a.agency, name="Bulk e-mail")
-    errors = fields_of(as_role(Role.ADMIN).post(URL, RULE, format="json"))
+    errors = fields_of(as_role(Role.ADMIN).post(URL, RULE, format="json"), 409)
     assert "already exists" in errors["name"][0]
     assert count(RiskRule, agency=tenant_a.agency) == 1
 

@@ -71,24 +71,26 @@ def test_superuser_creates_changes_and_deletes_an_agency_tool(tenant_a, superuse
 
 
 @pytest.mark.parametrize(
-    ("extra", "field"),
+    ("extra", "field", "status"),
     [
         ({"parameters_schema": {"type": "object", "properties": {"x": {"type": "strin"}}}},
-         "parameters_schema"),
-        ({"parameters_schema": {"type": "array"}}, "parameters_schema"),
+         "parameters_schema", 400),
+        ({"parameters_schema": {"type": "array"}}, "parameters_schema", 400),
         ({"parameters_schema": {"type": "object", "$ref": "https://example.com/s.json"}},
-         "parameters_schema"),
-        ({"parameters_schema": "{}"}, "parameters_schema"),
-        ({"returns_schema": {"type": 12}}, "returns_schema"),
-        ({"name": "Weather Lookup"}, "name"),
-        ({"name": "web_search"}, "name"),  # a system tool's name
-        ({"is_system": True}, "is_system"),
+         "parameters_schema", 400),
+        ({"parameters_schema": "{}"}, "parameters_schema", 400),
+        ({"returns_schema": {"type": 12}}, "returns_schema", 400),
+        ({"name": "Weather Lookup"}, "name", 400),
+        ({"name": "web_search"}, "name", 409),  # a system tool's name: taken
+        ({"is_system": True}, "is_system", 400),
     ],
 )  # fmt: skip
-def test_bad_tools_are_400_and_nothing_is_written(tenant_a, superuser, extra, field) -> None:
+def test_bad_tools_are_refused_and_nothing_is_written(
+    tenant_a, superuser, extra, field, status
+) -> None:
     client = token_client(superuser)
     response = client.post(f"{URL}?agency={tenant_a.agency.id}", _tool_body(**extra), format="json")
-    assert field in fields_of(response)
+    assert field in fields_of(response, status)
     assert count(Tool, agency=tenant_a.agency) == 0
 
 

@@ -65,12 +65,12 @@ def test_duplicates_and_members_are_refused_by_name(tenant_a: Tenant, as_role: A
     admin = as_role(Role.ADMIN)
     first = admin.post(INVITATIONS, {"email": "sam@example.com"}, format="json").json()
     again = admin.post(INVITATIONS, {"email": "Sam@Example.com"}, format="json")
-    assert again.status_code == 400
+    assert again.status_code == 409
     assert error_of(again)["code"] == "duplicate_invitation"
     assert again.json()["extra"]["invitation_id"] == first["id"]
     member_email = tenant_a.users[Role.VIEWER].email
     member = admin.post(INVITATIONS, {"email": member_email}, format="json")
-    assert (member.status_code, error_of(member)["code"]) == (400, "already_member")
+    assert (member.status_code, error_of(member)["code"]) == (409, "already_member")
     assert count(Invitation) == 1
 
 
@@ -86,7 +86,7 @@ def test_resend_and_revoke(tenant_a: Tenant, as_role: Any, mailoutbox: list[Any]
     revoked = admin.post(f"{url}revoke/")
     assert (revoked.status_code, revoked.json()["status"]) == (200, InvitationStatus.REVOKED)
     refused = admin.post(f"{url}resend/")
-    assert (refused.status_code, error_of(refused)["code"]) == (400, "not_pending")
+    assert (refused.status_code, error_of(refused)["code"]) == (409, "not_pending")
     assert len(mailoutbox) == 2
 
 

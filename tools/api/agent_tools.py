@@ -22,6 +22,7 @@ from core.api.fields import StrictSerializer
 from core.selectors import access_object
 from tools import registry
 from tools.access import decide_tool
+from tools.api.fields import ToolPatternField
 from tools.patterns import InvalidPattern, validate_pattern
 from tools.selectors import active_tools, agency_enabled_modules
 
@@ -55,7 +56,7 @@ class AgentToolConfigSerializer(serializers.Serializer):
 
 def _patterns() -> serializers.ListField:
     return serializers.ListField(
-        child=serializers.CharField(max_length=100),
+        child=ToolPatternField(max_length=100),
         max_length=MAX_PATTERNS,
         required=False,
         help_text="Tool-name patterns with * wildcards ('crm_*', 'email_send'); denied wins; "
@@ -97,11 +98,10 @@ class AgentToolConfigWriteSerializer(StrictSerializer):
 
 def tool_config(agent: Agent) -> dict[str, Any]:
     """The agent's patterns and limits, and each active tool with the runtime's decision."""
-    installed = set(registry.registered_names())
     modules = agency_enabled_modules(agent.agency_id)
     tools = []
     for tool in active_tools(agent.agency_id).order_by("name"):
-        if tool.name not in installed:
+        if not registry.is_installed(tool.name):
             offered, code, reason = False, NOT_INSTALLED, "No handler is installed for it."
         else:
             decision = decide_tool(

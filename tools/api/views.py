@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
 from django.db.models import Q
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
@@ -14,12 +13,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api.base import TenantViewSet
+from core.api.filtering import FilterSet
 from tools.api.serializers import ToolSerializer, ToolWriteSerializer
 from tools.models import Tool
 from tools.services import tool_create, tool_delete, tool_update
 
 
-class ToolFilter(django_filters.FilterSet):
+class ToolFilter(FilterSet):
     class Meta:
         model = Tool
         fields = ["category", "handler_type", "is_dangerous", "is_system", "is_active"]

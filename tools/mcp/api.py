@@ -8,7 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.validators import RegexValidator
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -16,9 +21,10 @@ from rest_framework.response import Response
 
 from core.api.base import TenantViewSet
 from core.api.exceptions import error_body
-from core.api.fields import ErrorSerializer, StrictSerializerMixin
+from core.api.fields import ErrorSerializer, StrictSerializerMixin, documented
 from tools.mcp.models import MAX_TIMEOUT_SECONDS, SLUG_MAX_LENGTH, SLUG_REGEX, McpServer
 from tools.mcp.services import (
+    HEADERS_SCHEMA,
     mcp_server_create,
     mcp_server_delete,
     mcp_server_refresh,
@@ -45,6 +51,9 @@ class McpServerSerializer(serializers.ModelSerializer):
         return sorted(t.name for t in obj.tools.all())
 
 
+HeadersField = documented(serializers.DictField, HEADERS_SCHEMA, "HeadersField")
+
+
 class McpServerWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     slug = serializers.CharField(
         max_length=SLUG_MAX_LENGTH,
@@ -53,7 +62,7 @@ class McpServerWriteSerializer(StrictSerializerMixin, serializers.ModelSerialize
         help_text="The prefix of its tools' names (mcp_[slug]__[tool]); unique on the platform.",
     )  # fmt: skip
     url = serializers.URLField(max_length=500)
-    headers = serializers.DictField(
+    headers = HeadersField(
         child=serializers.CharField(max_length=4000, trim_whitespace=False, allow_blank=True),
         required=False,
         write_only=True,

@@ -41,6 +41,18 @@ RESERVED_HEADERS = frozenset(
     }
 )  # fmt: skip
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP field name (RFC 9110 token)
+# clean_headers' rules on names and values, for the API schema (reserved names and a name given
+# twice in another case remain the service's to refuse).
+HEADERS_SCHEMA = {
+    "type": "object",
+    "maxProperties": MAX_HEADERS,
+    "propertyNames": {"pattern": _TOKEN.pattern, "maxLength": 100},
+    "additionalProperties": {
+        "type": "string",
+        "maxLength": MAX_HEADER_VALUE,
+        "pattern": r"^(?:[^\s\x00](?:[^\r\n\x00]*[^\s\x00])?)?$",
+    },
+}
 EDITABLE_FIELDS = frozenset(
     {
         "name", "slug", "url", "is_enabled", "timeout_seconds", "require_approval",
@@ -54,8 +66,10 @@ _TOOL_SETTINGS = frozenset(
 _OLDER_DIALECTS = re.compile(r"^https?://json-schema\.org/(draft-0[4-7]|draft/2019-09)/schema#?$")
 
 
-def _invalid(fields: dict[str, list[str]], message: str = "The MCP server is invalid.") -> Any:
-    return ApplicationError("invalid", message, fields=fields)
+def _invalid(
+    fields: dict[str, list[str]], message: str = "The MCP server is invalid.", *, status: int = 400
+) -> Any:
+    return ApplicationError("invalid", message, fields=fields, status=status)
 
 
 def clean_headers(headers: object) -> dict[str, str]:
@@ -148,7 +162,7 @@ def _save(server: McpServer) -> McpServer:
             server.save()
     except IntegrityError as exc:
         if "slug" in str(exc):
-            raise _invalid({"slug": [f"The prefix {server.slug!r} is taken."]}) from exc
+            raise _invalid({"slug": [f"The prefix {server.slug!r} is taken."]}, status=409) from exc
         raise
     return server
 

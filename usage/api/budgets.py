@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from core.api.base import TenantViewSet
 from core.api.fields import StrictSerializer
+from core.api.filtering import FilterSet
 from core.api.permissions import ADMIN_ROLES
 from usage.budgets import budget_create, budget_delete, budget_set_limit
 from usage.models import Budget, UsagePeriod, today
@@ -63,7 +64,7 @@ class BudgetUpdateSerializer(StrictSerializer):
     limit_usd = _limit()
 
 
-class BudgetFilter(django_filters.FilterSet):
+class BudgetFilter(FilterSet):
     date_from = django_filters.DateFilter(field_name="date", lookup_expr="gte")
     date_to = django_filters.DateFilter(field_name="date", lookup_expr="lte")
 
@@ -146,9 +147,10 @@ class BudgetViewSet(
     )
     def partial_update(self, request: Request, pk: str | None = None) -> Response:
         budget = self.get_object()
-        body = BudgetUpdateSerializer(data=request.data)
+        body = BudgetUpdateSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        budget = budget_set_limit(budget=budget, limit_usd=body.validated_data["limit_usd"])
+        if "limit_usd" in body.validated_data:  # a PATCH without it changes nothing
+            budget = budget_set_limit(budget=budget, limit_usd=body.validated_data["limit_usd"])
         return Response(BudgetSerializer(budget).data)
 
     def perform_destroy(self, instance: Budget) -> None:

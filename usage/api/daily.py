@@ -96,8 +96,9 @@ class UsageDailyList(TenantScopedView, generics.ListAPIView):
         self, request: Request, response: Any, *args: Any, **kwargs: Any
     ) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
-        if response.status_code >= 400:
-            # Errors keep the API's JSON error shape, whatever the client accepts.
+        if response.status_code >= 400 or request.method == "OPTIONS":
+            # Errors keep the API's JSON error shape, and OPTIONS its description of the
+            # endpoint, whatever the client accepts: neither is rows.
             response.accepted_renderer = JSONRenderer()
             response.accepted_media_type = "application/json"
         elif request.accepted_renderer.format == "csv" and self.query is not None:

@@ -24,6 +24,7 @@ from rest_framework.response import Response
 from agents.models import ProviderName
 from core.api.base import TenantViewSet
 from core.api.fields import StrictSerializerMixin
+from core.api.filtering import FilterSet
 from core.api.permissions import ADMIN_ROLES
 from usage.models import ModelPrice
 from usage.prices import model_price_create, model_price_delete, model_price_update
@@ -82,7 +83,7 @@ class ModelPriceWriteSerializer(StrictSerializerMixin, serializers.ModelSerializ
         validators: list[Any] = []  # a duplicate model is the service's field error
 
 
-class ModelPriceFilter(django_filters.FilterSet):
+class ModelPriceFilter(FilterSet):
     is_platform = django_filters.BooleanFilter(field_name="agency", lookup_expr="isnull")
     model = django_filters.CharFilter(max_length=100)
 

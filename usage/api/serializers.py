@@ -5,6 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from core.api.exceptions import RULE
 from usage.models import today
 
 MAX_RANGE_DAYS = 366
@@ -28,10 +29,12 @@ class UsageQuerySerializer(serializers.Serializer):
             except OverflowError:
                 date_from = datetime.date.min
         if date_from > date_to:
-            raise serializers.ValidationError({"date_from": ["Must not be after date_to."]})
+            raise serializers.ValidationError(
+                {"date_from": ["Must not be after date_to."]}, code=RULE
+            )
         if (date_to - date_from).days >= MAX_RANGE_DAYS:
             raise serializers.ValidationError(
-                {"date_from": [f"The range may span at most {MAX_RANGE_DAYS} days."]}
+                {"date_from": [f"The range may span at most {MAX_RANGE_DAYS} days."]}, code=RULE
             )
         return {**attrs, "date_from": date_from, "date_to": date_to}
 

@@ -109,9 +109,9 @@ def test_bad_input_is_a_400_on_its_field_and_writes_nothing(
     assert count(McpServer, agency=tenant.agency) == 0
 
 
-def test_a_taken_prefix_is_a_400(tenant: Tenant) -> None:
+def test_a_taken_prefix_is_a_409(tenant: Tenant) -> None:
     assert _client(make_tenant()).post(URL, _body(), format="json").status_code == 201
-    assert "slug" in fields_of(_client(tenant).post(URL, _body(), format="json"))
+    assert "slug" in fields_of(_client(tenant).post(URL, _body(), format="json"), 409)
 
 
 def test_moving_a_server_with_stored_headers_needs_them_again(tenant: Tenant) -> None:
