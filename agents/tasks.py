@@ -13,6 +13,7 @@ from django.db.models import CharField, Exists, F, Func, OuterRef, Q, Value
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from agents import after_run
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime.loop import run_execution as run_loop
 from agents.schedules import remove_orphaned_schedule
@@ -99,8 +100,9 @@ def wake_execution(execution_id: str) -> None:
 def reap_expired_leases() -> int:
     """Beat: hand runs whose worker died (its heartbeat stopped, or the lease expired) to a new
     delivery, deliver again runs whose delivery was lost (pending too long, or the broker
-    restarted), wake runs whose ``wait`` timer is due, and dispatch again events whose dispatch
-    was lost (unprocessed too long, or the broker restarted).
+    restarted), wake runs whose ``wait`` timer is due, dispatch again events whose dispatch
+    was lost (unprocessed too long, or the broker restarted), and send again after-run work not
+    done yet (agents/after_run.py).
     Platform-wide, so it reads across agencies. Rows a worker has locked (it is claiming or
     writing the run, dispatching the event) are skipped: that work is alive."""
     now = timezone.now()
@@ -145,17 +147,23 @@ def reap_expired_leases() -> int:
     while broker_restart and len(undispatched) == REAPER_BATCH:
         undispatched = _events_to_dispatch_again(now, everything=True)
         dispatched += _dispatch_again(undispatched)
+    after_run_sent = after_run.send_again(now, everything=bool(broker_restart))
     if broker_restart:
         logger.warning(
-            "broker restarted: %d pending runs and %d events sent again",
+            "broker restarted: %d pending runs, %d events and %d after-run tasks sent again",
             delivered - len(stale),
             dispatched,
+            after_run_sent,
         )
         broker.remember(broker_restart)  # only now: a tick that died before does it again
     metrics.reaper_redelivered(
-        worker_lost=len(stale), pending=delivered - len(stale), timer_due=len(due), event=dispatched
+        worker_lost=len(stale),
+        pending=delivered - len(stale),
+        timer_due=len(due),
+        event=dispatched,
+        after_run=after_run_sent,
     )
-    return delivered + len(due) + dispatched
+    return delivered + len(due) + dispatched + after_run_sent
 
 
 def _lose_quiet_workers() -> list[str]:

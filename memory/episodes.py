@@ -3,7 +3,8 @@ happens after a run ends.
 
 The episode's row (trigger, situation, actions, outcome) is written with the run's end, in its
 last transaction (:func:`episode_record`: one read of the run's tool calls, one insert). Once that
-commits, :func:`after_run` (a Celery task, off the run's path) completes it: the agent's model
+commits, :func:`after_run` (after-run work, agents/after_run.py: recorded with the run's end,
+sent again until it is done) completes it: the agent's model
 extracts what is worth remembering (memory.extraction, when the agent's
 ``memory_extraction_enabled``) and the lessons of the run; the memories are stored with
 deduplication (memory.services.memory_store); the episode is embedded, so that later runs find it
@@ -18,12 +19,11 @@ import logging
 import uuid
 from typing import Any
 
-from celery import shared_task
 from django.db import connection, transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
+from agents import after_run as after_run_work
 from agents.models import Agent, Execution, ExecutionStatus
 from core import fastdb, tenancy
 from core.exceptions import ApplicationError
@@ -46,8 +46,8 @@ EMBEDDED_CHARS = 2000
 
 
 def episode_record(execution: Execution) -> None:
-    """The finished run's episode, in its last transaction; :func:`after_run` is sent once it
-    commits. A run finishes once (its status guard), so this is a plain insert.
+    """The finished run's episode, in its last transaction (:func:`after_run` completes it). A
+    run finishes once (its status guard), so this is a plain insert.
     Precondition: the run's agency transaction."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -75,21 +75,6 @@ def episode_record(execution: Execution) -> None:
             tokens_used=execution.tokens_total,
         )
     )
-    execution_id, agency_id = execution.id, execution.agency_id
-    transaction.on_commit(lambda: send_after_run(execution_id, agency_id))
-
-
-def send_after_run(execution_id: uuid.UUID, agency_id: uuid.UUID) -> None:
-    """Ask a worker to complete the run's episode. A broker that refuses the message is logged:
-    the episode stays as written (unembedded, no memories extracted)."""
-    from config.celery_app import app  # noqa: PLC0415 - celery app imports settings
-
-    try:
-        app.send_task(
-            AFTER_RUN_TASK, args=[str(execution_id)], kwargs={"agency_id": str(agency_id)}
-        )
-    except OperationalError as exc:
-        logger.warning("execution %s: after-run task not sent (%s)", execution_id, exc)
 
 
 def episode_text(episode: Episode) -> str:
@@ -104,11 +89,14 @@ def episode_text(episode: Episode) -> str:
     return "\n".join(p for p in parts if p)[:EMBEDDED_CHARS]
 
 
-@shared_task(name=AFTER_RUN_TASK, ignore_result=True)
+@after_run_work.task(AFTER_RUN_TASK)
 def after_run(execution_id: str, *, agency_id: str) -> str:
     """Complete a finished run's episode (module docstring), once (a second delivery of the
-    message finds it done); then its quality score and what it teaches (memory.learning)."""
+    message finds it done); then its quality score and what it teaches (memory.learning).
+    While another delivery completes the episode, that one scores the run too."""
     done = episode_complete(uuid.UUID(execution_id), agency_id=uuid.UUID(agency_id))
+    if done == "in progress":
+        raise after_run_work.Busy("its episode is being completed")
     return f"{done}; {learn_after_run(uuid.UUID(execution_id), agency_id=uuid.UUID(agency_id))}"
 
 
@@ -119,6 +107,15 @@ def episode_complete(execution_id: uuid.UUID, *, agency_id: uuid.UUID) -> str:
     Precondition: no transaction."""
     if not _claim(execution_id):
         return "in progress"
+    try:
+        return _complete(execution_id, agency_id=agency_id)
+    finally:
+        # Done (the run's result says so from now on) or failed (a retry or a later delivery
+        # may try again at once, not CLAIM_TTL later).
+        _release(execution_id)
+
+
+def _complete(execution_id: uuid.UUID, *, agency_id: uuid.UUID) -> str:
     with tenancy.agency_context(agency_id):
         execution = Execution.objects.select_related("agent").filter(pk=execution_id).first()
         episode = Episode.objects.filter(execution_id=execution_id).defer("embedding").first()
@@ -162,6 +159,13 @@ def _claim(execution_id: uuid.UUID) -> bool:
     except RedisError as exc:
         logger.warning("after-run of %s unguarded: %s", execution_id, exc)
         return True
+
+
+def _release(execution_id: uuid.UUID) -> None:
+    try:
+        get_redis().delete(f"{CLAIM_PREFIX}:{execution_id}")
+    except RedisError as exc:  # the claim then lapses after CLAIM_TTL
+        logger.warning("after-run claim of %s not released: %s", execution_id, exc)
 
 
 def _embedded(episode: Episode) -> tuple[str, list[float]] | None:

@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.models import Agent
+from core import sending
 from core.exceptions import ApplicationError
 from memory import embeddings
 from memory.models import Memory, MemoryChange, MemoryChangeAction
@@ -88,10 +89,17 @@ def _embed(content: str, *, agency_id: uuid.UUID) -> tuple[str, list[float]] | N
 
 
 def _embed_later(agency_id: uuid.UUID) -> None:
-    """``memory.embed_pending`` for the agency, once this transaction commits."""
-    from memory.tasks import embed_pending  # noqa: PLC0415 - tasks import services
+    """``memory.embed_pending`` for the agency, once this transaction commits. A broker that
+    refuses it is logged, not raised (the memory is stored; the caller, an after-run task among
+    them, must not fail for it): beat's embed-pending sweep finds the rows."""
+    from memory.tasks import EMBED_PENDING_TASK  # noqa: PLC0415 - tasks import services
 
-    transaction.on_commit(lambda: embed_pending.delay(agency_id=str(agency_id)))
+    sending.send_task_on_commit(
+        EMBED_PENDING_TASK,
+        agency_id=agency_id,
+        about=f"agency {agency_id}",
+        then="beat's embed-pending sweep sends it",
+    )
 
 
 # --- store -----------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Agents app models, one module per concern; import them from here."""
 
+from agents.models.after_run import AfterRunWork
 from agents.models.agent import (
     AGENT_STATS_FIELDS,
     Agent,
@@ -43,6 +44,7 @@ __all__ = [
     "INPUT_MAX_CHARS",
     "TERMINAL_STATUSES",
     "VERSIONED_FIELDS",
+    "AfterRunWork",
     "Agent",
     "AgentConfig",
     "AgentGoal",

@@ -30,6 +30,7 @@ from django.db.models import Model
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from agents import after_run
 from agents.llm import Usage
 from agents.models import (
     Execution,
@@ -686,7 +687,8 @@ def finish_execution(
     tx: StepTransaction | None = None,
 ) -> None:
     """End a run: status and summary on the row (the caller writes it), transition, agent
-    stats, episode and ``ai.execution.*`` event, all in the caller's transaction."""
+    stats, episode, the after-run work it is owed and ``ai.execution.*`` event, all in the
+    caller's transaction."""
     now = timezone.now()
     record_transition(
         execution,
@@ -710,6 +712,7 @@ def finish_execution(
     release_budget_reservation(execution)
     _update_agent_stats(execution)
     _record_episode(execution)
+    after_run.record(execution)  # sent once this commits, and again until it is done
     _record_usage(execution)
     _delegation_ended(execution)
     metrics.run_finished(execution)  # counted once this commits
@@ -843,7 +846,7 @@ def _delegation_ended(execution: Execution) -> None:
 
 
 def _record_episode(execution: Execution) -> None:
-    """The run's episode (memory.episodes), completed after the commit by ``memory.after_run``."""
+    """The run's episode (memory.episodes), completed by ``memory.after_run`` (after-run work)."""
     from memory.episodes import episode_record  # noqa: PLC0415 - memory depends on agents
 
     episode_record(execution)

@@ -450,6 +450,11 @@ if not 0 < AGENTDESK_DELEGATION_BUDGET_SHARE <= 1:
 AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS = env.int(
     "AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS", default=86400
 )
+# Celery tasks (by name) every ended run is owed, recorded with its end and sent once that commits
+# (agents/after_run.py). One still not done this long after (its message lost with a broker or a
+# worker, or its task failed past its retries) is sent again by the reaper, once per period.
+AGENTDESK_AFTER_RUN_TASKS = ["memory.after_run"]
+AGENTDESK_AFTER_RUN_RESEND_SECONDS = env.int("AGENTDESK_AFTER_RUN_RESEND_SECONDS", default=120)
 AGENTDESK_LLM_TIMEOUT_SECONDS = env.float("AGENTDESK_LLM_TIMEOUT_SECONDS", default=60.0)
 # SDK clients (HTTP connection pools) per provider configuration and process; threads share them.
 AGENTDESK_LLM_CLIENTS = env.int("AGENTDESK_LLM_CLIENTS", default=8)

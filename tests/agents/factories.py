@@ -8,6 +8,7 @@ import factory
 from django.utils import timezone
 
 from agents.models import (
+    AfterRunWork,
     Agent,
     AgentGoal,
     AgentMessage,
@@ -111,6 +112,16 @@ class StateTransitionFactory(TenantFactory[StateTransition]):
     sequence = factory.Sequence(lambda n: n + 1)
     from_state = ExecutionStatus.PENDING
     to_state = ExecutionStatus.RUNNING
+
+
+class AfterRunWorkFactory(TenantFactory[AfterRunWork]):
+    class Meta:
+        model = AfterRunWork
+
+    execution = factory.SubFactory(ExecutionFactory, status=ExecutionStatus.COMPLETED)
+    agency = factory.SelfAttribute("execution.agency")
+    task = "memory.after_run"
+    due_at = factory.LazyFunction(timezone.now)
 
 
 class DecisionPointFactory(TenantFactory[DecisionPoint]):

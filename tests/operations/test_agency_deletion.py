@@ -28,6 +28,7 @@ from members.services import invitation_create
 from memory.embeddings import DIMENSIONS
 from tests.admin.helpers import admin_url
 from tests.agents.factories import (
+    AfterRunWorkFactory,
     AgentFactory,
     AgentGoalFactory,
     AgentMessageFactory,
@@ -118,6 +119,7 @@ def populate(agency: Agency) -> Agent:
     TriggerLogFactory.create(agent=agent, event=event, execution=run)
     step = ExecutionStepFactory.create(execution=run)
     StateTransitionFactory.create(execution=run)
+    AfterRunWorkFactory.create(execution=parent)
     DecisionPointFactory.create(execution=run, step=step)
     AgentMessageFactory.create(from_execution=parent, to_execution=run)
     tool = ToolFactory.create(agency=agency)
