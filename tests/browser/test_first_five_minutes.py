@@ -136,7 +136,8 @@ def test_a_newcomer_runs_the_sdr_agent_and_watches_it_live(
     )
     page.get_by_role("button", name="Start the run").click()
 
-    expect(page).to_have_url(re.compile(r"/admin/agents/execution/[0-9a-f-]+/change/"))
+    # The run's page, loaded: a navigation (30 s at most), not a 5 s assertion on the address.
+    page.wait_for_url(re.compile(r"/admin/agents/execution/[0-9a-f-]+/change/"))
     execution_id = page.url.rstrip("/").split("/")[-2]
     live = page.locator("#live-run")
     expect(live.locator("[data-conn]")).to_have_text(re.compile("live|finished"))
@@ -182,6 +183,10 @@ def test_a_newcomer_runs_the_sdr_agent_and_watches_it_live(
     page.set_viewport_size(PHONE)
     page.goto(f"{asgi_server.url}/admin/agents/execution/{execution_id}/change/")
     expect(live.locator('[data-field="status"]')).to_have_text("Completed")
+    # Measured once drawn: the diagrams are drawn after the page loads.
+    expect(page.locator('[data-flow-diagram][data-rendered="true"]')).to_have_count(
+        2, timeout=20_000
+    )
     wide = page.evaluate(
         """limit => [...document.querySelectorAll("body *")]
             .filter(e => e.getBoundingClientRect().right > limit)

@@ -38,6 +38,13 @@ def _offline(page: Page, server: AsgiServer) -> list[str]:
     return refused
 
 
+def _loads_of(page: Page, url: str) -> list[str]:
+    """The page's requests for ``url``: its load, then any refetch that swaps its parts in."""
+    loads: list[str] = []
+    page.on("request", lambda request: loads.append(request.url) if request.url == url else None)
+    return loads
+
+
 def test_the_run_page_draws_both_diagrams_offline_and_scrolls_them_on_a_phone(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
@@ -51,7 +58,10 @@ def test_the_run_page_draws_both_diagrams_offline_and_scrolls_them_on_a_phone(
 
     page = logged_in(browser, asgi_server, user).new_page()
     _offline(page, asgi_server)
+    loads = _loads_of(page, url)
     page.goto(url)
+    # The page's socket has caught up: an ended run's page has nothing newer to draw.
+    expect(page.locator("#live-run [data-conn]")).to_have_text("finished")
     sequence = page.locator('[data-flow-diagram="flow-diagram-sequence"]')
     state = page.locator('[data-flow-diagram="flow-diagram-state"]')
     expect(sequence.locator("svg")).to_be_visible(timeout=20_000)
@@ -86,7 +96,9 @@ def test_the_run_page_draws_both_diagrams_offline_and_scrolls_them_on_a_phone(
     phone = logged_in(browser, asgi_server, user).new_page()
     phone.set_viewport_size({"width": PHONE["width"], "height": PHONE["height"]})
     _offline(phone, asgi_server)
+    phone_loads = _loads_of(phone, url)
     phone.goto(url)
+    expect(phone.locator("#live-run [data-conn]")).to_have_text("finished")
     box = phone.locator('[data-flow-diagram="flow-diagram-sequence"]')
     expect(box.locator("svg")).to_be_visible(timeout=20_000)
     box.scroll_into_view_if_needed()
@@ -100,6 +112,8 @@ def test_the_run_page_draws_both_diagrams_offline_and_scrolls_them_on_a_phone(
     phone.locator(".flow-diagrams").screenshot(
         path=str(shot.with_name("flow-diagrams-phone-box.png"))
     )
+    # Neither page fetched itself again to swap its parts (the elements measured and shot above).
+    assert (loads, phone_loads) == ([url], [url])
 
     # The replay report (of this factory-made run: its tools as they are now) reads on both.
     replay = f"{asgi_server.url}/admin/agents/execution/{run.pk}/replay/"

@@ -193,7 +193,7 @@ def test_an_action_started_after_the_inbox_opened_appears_live_and_approve_runs_
     expect(page.locator(".inbox-item")).to_contain_text("Account notes wants to run crm_add_note")
     page.locator('[data-action="approve"]').click()
 
-    expect(page).to_have_url(f"{asgi_server.url}/approvals/")
+    page.wait_for_url(f"{asgi_server.url}/approvals/")
     expect(page.get_by_text(f"Approved: {action}.")).to_be_visible()
     expect(inbox.get_by_text("Nothing waits for a person.")).to_be_visible()
     execution = wait_for(execution)
@@ -250,7 +250,7 @@ def test_a_deny_needs_a_reason_and_a_confirmation_then_cancels_the_run(
     assert _approval(execution).status == ApprovalStatus.PENDING  # not before the confirmation
     page.locator('[data-action="confirm-deny"]').click()
 
-    expect(page).to_have_url(f"{asgi_server.url}/approvals/")
+    page.wait_for_url(f"{asgi_server.url}/approvals/")
     expect(page.get_by_text("(the run is cancelled).")).to_be_visible()
     approval = _approval(execution)
     assert approval.status == ApprovalStatus.DENIED
@@ -319,7 +319,7 @@ def test_an_invalid_edit_is_refused_at_its_field_and_a_valid_one_runs_as_edited(
     expect(changes).to_contain_text("Q3 offer (for Ben)")
     page.locator('[data-action="confirm-edit"]').click()
 
-    expect(page).to_have_url(f"{asgi_server.url}/approvals/")
+    page.wait_for_url(f"{asgi_server.url}/approvals/")
     expect(page.get_by_text("Approved with your changes:")).to_be_visible()
     edited = {**proposed, "to": ["ben@northwind.example"], "subject": "Q3 offer (for Ben)"}
     approval = _approval(execution)
@@ -372,7 +372,7 @@ def test_an_answer_tapped_in_the_inbox_resumes_the_run_with_it(
     expect(page.locator("#answer_text")).to_have_count(0)  # closed options: no free text
     options.filter(has_text="Pro").click()
 
-    expect(page).to_have_url(f"{asgi_server.url}/approvals/")
+    page.wait_for_url(f"{asgi_server.url}/approvals/")
     expect(page.get_by_text("Answer sent: the run goes on.")).to_be_visible()
     execution = wait_for(execution)
     assert execution.status == ExecutionStatus.COMPLETED, execution.error
@@ -423,7 +423,7 @@ def test_a_tool_failing_three_times_asks_for_help_and_a_hint_resumes_the_run(
     page.fill("#answer_text", hint)
     page.locator('[data-action="retry"]').click()
 
-    expect(page).to_have_url(f"{asgi_server.url}/approvals/")
+    page.wait_for_url(f"{asgi_server.url}/approvals/")
     expect(page.get_by_text("Hint sent: the run tries again.")).to_be_visible()
     execution = wait_for(execution)
     assert execution.status == ExecutionStatus.COMPLETED, execution.error
@@ -489,7 +489,7 @@ def test_on_a_phone_the_action_reads_first_and_one_tap_approves(
 
     approve.tap()
 
-    expect(page).to_have_url(f"{asgi_server.url}/approvals/")
+    page.wait_for_url(f"{asgi_server.url}/approvals/")
     expect(page.get_by_text(f"Approved: {action}.")).to_be_visible()
     _no_sideways_scroll(page)
     screenshot(page, "inbox-flow-approved-phone", full_page=False)

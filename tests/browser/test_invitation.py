@@ -114,7 +114,7 @@ def test_an_invited_viewer_sets_a_password_and_sees_only_their_agency_read_only(
     page.get_by_role("button", name=re.compile("Set password and join")).click()
 
     # Logged in, in the admin of their agency, with the viewer's rights.
-    expect(page).to_have_url(re.compile(r"/admin/$"))
+    page.wait_for_url(re.compile(r"/admin/$"))
     expect(page.get_by_text("Welcome to Harbor Lights")).to_be_visible()
     expect(page.get_by_text("Harbor Lights · Viewer")).to_be_visible()
     page.goto(f"{asgi_server.url}/admin/agents/agent/")
@@ -162,7 +162,7 @@ def test_an_invited_approver_lands_on_the_inbox(
     page.fill("input[name=password1]", PASSWORD)
     page.fill("input[name=password2]", PASSWORD)
     page.get_by_role("button", name=re.compile("Set password and join")).click()
-    expect(page).to_have_url(re.compile(r"/approvals/$"))
+    page.wait_for_url(re.compile(r"/approvals/$"))
     expect(page.get_by_text("Quayside · Approver")).to_be_visible()
     expect(page.get_by_text("Welcome to Quayside")).to_be_visible()
     context.close()

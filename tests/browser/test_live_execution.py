@@ -99,8 +99,9 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     expect(page.locator('[data-flow-diagram="flow-diagram-state"]')).to_contain_text("completed")
     assert page.evaluate("window.__sameDocument") is True  # never reloaded
     finished = wait_for(execution)
-    assert live.locator('[data-field="cost"]').inner_text() == f"${finished.cost_usd:.4f}"
-    assert live.locator('[data-field="tokens"]').inner_text() == str(finished.tokens_total)
+    # The header adds each step's figures as its event arrives: it waits for the last one's.
+    expect(live.locator('[data-field="cost"]')).to_have_text(f"${finished.cost_usd:.4f}")
+    expect(live.locator('[data-field="tokens"]')).to_have_text(str(finished.tokens_total))
     with tenancy.agency_context(agent.agency_id):
         steps = finished.steps.count()
     expect(page.locator("#steps-group tr.form-row")).to_have_count(steps)
@@ -109,6 +110,10 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     page.set_viewport_size(PHONE)
     page.reload()
     expect(live.locator(".live-step--act")).to_have_count(2)
+    # Measured once drawn: the diagrams are drawn after the page loads.
+    expect(page.locator('[data-flow-diagram][data-rendered="true"]')).to_have_count(
+        2, timeout=20_000
+    )
     width = page.evaluate("document.documentElement.scrollWidth")
     screenshot(page, "execution-phone")
     assert width <= PHONE["width"] + 1, "the page scrolls sideways on a phone"

@@ -57,7 +57,8 @@ def test_the_home_updates_its_panels_when_a_run_changes_status(
     expect(home.locator("#home-recent")).to_contain_text("Cancelled")
     # The success rates reload too, and the redrawn charts are drawn again.
     expect(home.locator("#home-success")).to_contain_text("Inbox triage")
-    assert page.evaluate(
+    # (each panel reloads on its own request: the charts' may come after the success rates')
+    page.wait_for_function(
         "() => Array.from(document.querySelectorAll('canvas[data-home-chart]'))"
         ".every((canvas) => Chart.getChart(canvas) !== undefined)"
     )

@@ -118,6 +118,12 @@ def known_run() -> Execution:
             execution=run, sequence=sequence, from_state=start, to_state=to,
             transition_type=how, triggered_by_event=event,
         )  # fmt: skip
+    # As the runtime keeps it: the run's broadcast counter is past every transition it numbered.
+    # At 0, the run page's socket would replay them all as news and the page would refetch
+    # itself (tests/browser/test_flow_diagram.py held parts it swapped).
+    with tenancy.platform_context():
+        Execution.objects.filter(pk=run.pk).update(sequence=len(transitions))
+    run.sequence = len(transitions)
     return run
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, expect
 
 from agents.models import ExecutionStatus, MessageType, TriggerType
 from core.models import Role
@@ -48,12 +48,11 @@ def test_the_messages_link_the_two_runs_both_ways(
         page.set_viewport_size(size)
         page.goto(f"{asgi_server.url}/admin/agents/execution/{parent.id}/change/")
         table = page.locator("table.agent-messages")
-        assert table.is_visible()
-        assert table.locator("tbody tr").count() == 2
-        assert "It renews on 2027-01-31." in table.inner_text()
+        expect(table.locator("tbody tr")).to_have_count(2)
+        expect(table).to_contain_text("It renews on 2027-01-31.")
         screenshot(page, f"teams-run-messages-{name}")
         table.locator(f'a[href$="/{child.id}/change/"]').first.click()
         page.wait_for_url(f"**/{child.id}/change/")
         back = page.locator("table.agent-messages")
-        assert back.locator(f'a[href$="/{parent.id}/change/"]').count() == 2
+        expect(back.locator(f'a[href$="/{parent.id}/change/"]')).to_have_count(2)
         context.close()
