@@ -98,7 +98,9 @@ class Worker:
         self._wait_ready()
         return self
 
-    def _wait_ready(self, timeout: float = 60) -> None:
+    # Minutes, not seconds: on a loaded 2-core machine (two xdist processes starting workers,
+    # servers and browsers at once) a worker's imports alone took over 60 s.
+    def _wait_ready(self, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.process is not None
@@ -254,7 +256,7 @@ class AsgiServer:
              "--ws-per-message-deflate", "false"],  # as `manage.py up` runs it
             cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # as a worker's start, on a loaded machine
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"ASGI server exited early:\n{self.output()[-3000:]}")

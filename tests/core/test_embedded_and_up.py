@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +47,19 @@ def _stop_embedded(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     embedded.stop()
 
 
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """Not under pytest's tmp_path: PostgreSQL runs as another user when tests run as root, and
+    every pytest session that starts meanwhile (`make test` runs two) makes /tmp/pytest-of-<user>
+    private again: the server then cannot reach its files, and fails to start or to stop."""
+    folder = Path(tempfile.mkdtemp(prefix="agentdesk-up-")) / "data"
+    yield folder
+    shutil.rmtree(folder.parent, ignore_errors=True)
+
+
 def test_two_processes_starting_at_once_get_one_postgres_and_one_redis(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data_dir = tmp_path / "data"
     code = (
         "from core import embedded; s = embedded.ensure_running();"
         " print(s.postgres_pid, s.redis_pid, s.redis_port)"
@@ -88,23 +100,24 @@ def test_two_processes_starting_at_once_get_one_postgres_and_one_redis(
 
 
 def test_up_serves_health_admin_and_a_demo_run_and_sigterm_leaves_nothing_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data_dir = tmp_path / "data"
     port = embedded.free_port()
-    up = subprocess.Popen(
-        [sys.executable, "manage.py", "up", "--port", str(port), "--concurrency", "2"],
-        cwd=ROOT,
-        env=_env(data_dir),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    # A file, not a pipe: nobody reads a pipe until `up` ends, and a full one would stall it.
+    log = data_dir.parent / "up.log"
+    with log.open("wb") as out_file:
+        up = subprocess.Popen(
+            [sys.executable, "manage.py", "up", "--port", str(port), "--concurrency", "2"],
+            cwd=ROOT,
+            env=_env(data_dir),
+            stdout=out_file,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}"
-    output: list[str] = []
     try:
         health = None
-        deadline = time.monotonic() + 150
+        # A first start creates and migrates the database: minutes on a loaded machine.
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline and up.poll() is None:
             try:
                 health = httpx.get(f"{base}/healthz", timeout=5)
@@ -113,7 +126,7 @@ def test_up_serves_health_admin_and_a_demo_run_and_sigterm_leaves_nothing_behind
             except httpx.TransportError:
                 pass
             time.sleep(0.5)
-        assert health is not None, "web server never answered"
+        assert health is not None, f"web server never answered:\n{log.read_text()[-3000:]}"
         assert health.status_code == 200, health.text
         assert health.json()["down"] == []
         assert set(health.json()["checks"]) == {"database", "redis", "celery"}
@@ -145,8 +158,8 @@ def test_up_serves_health_admin_and_a_demo_run_and_sigterm_leaves_nothing_behind
         assert len(embedded_pids) == 2
 
         up.send_signal(signal.SIGTERM)
-        out, _ = up.communicate(timeout=90)
-        output.append(out)
+        up.wait(90)
+        out = log.read_text()
         assert up.returncode == 0, out
         assert "demo login: demo / demo-agentdesk (agency admin)" in out
         assert "approver login: approver / demo-agentdesk (decides approvals)" in out
@@ -172,7 +185,7 @@ def test_up_serves_health_admin_and_a_demo_run_and_sigterm_leaves_nothing_behind
     finally:
         if up.poll() is None:
             up.kill()
-            output.append(up.communicate()[0])
+            up.wait()
         _stop_embedded(data_dir, monkeypatch)
 
 
