@@ -22,6 +22,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.http import Http404
 from django.utils import timezone
+from rest_framework.exceptions import Throttled
 
 from core import realtime
 from core.api.principal import Principal
@@ -95,7 +96,12 @@ class AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
         self._credential_groups = credential.groups()
         for group in self._credential_groups:
             await self.channel_layer.group_add(group, self.channel_name)
-        principal = await database_sync_to_async(auth.authenticate)(credential)
+        client = self.scope.get("client") or (None,)
+        try:
+            principal = await database_sync_to_async(auth.authenticate_new)(credential, client[0])
+        except Throttled:
+            await self.close(code=protocol.CLOSE_THROTTLED)
+            return
         if self._ended:
             return
         if principal is None:

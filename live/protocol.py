@@ -18,6 +18,7 @@ GROUP_TOKEN = "execution.token"  # noqa: S105 - a message type: streamed model t
 CLOSE_UNAUTHENTICATED = 4401  # no valid session or API key (or it ended while open)
 CLOSE_NOT_FOUND = 4404  # another agency's, deleted or made-up execution / dashboard: all alike
 CLOSE_BAD_REQUEST = 4400  # a malformed ``after`` or first message
+CLOSE_THROTTLED = 4429  # the client's address has had too many failed API keys for now
 # While open (the credential's change committed, or found by the periodic check):
 CLOSE_FORBIDDEN = 4403  # the login is no longer a member of the agency it watched
 CLOSE_RECONNECT = 4409  # the login's role changed: a new socket acts with the new rights

@@ -42,7 +42,7 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].update(
     {
         "api_burst": "100000/min",
         "api_sustained": "1000000/hour",
-        "api_bad_credentials": "100000/min",
+        "api_bad_credentials": env.str("AGENTDESK_API_BAD_CREDENTIALS_RATE", default="100000/min"),
     }
 )
 

@@ -167,13 +167,23 @@ class BadCredentialThrottle(WindowRateThrottle):
     scope = BAD_CREDENTIALS_SCOPE
 
     def get_cache_key(self, request: Request, view: Any) -> str:
-        return f"throttle:{self.scope}:ip:{client_address(request) or 'unknown'}"
+        return self._address_key(client_address(request))
+
+    def _address_key(self, address: str | None) -> str:
+        return f"throttle:{self.scope}:ip:{address or 'unknown'}"
 
     def refuse_if_exhausted(self, request: Request) -> None:
         """``Throttled`` (429, ``Retry-After``) when the address has no failures left."""
+        self.refuse_address_if_exhausted(client_address(request))
+
+    def record_failure(self, request: Request) -> None:
+        self.record_address_failure(client_address(request))
+
+    def refuse_address_if_exhausted(self, address: str | None) -> None:
+        """The same for a client known by its address only (a websocket's)."""
         if self.rate is None:
             return
-        key = self._window_key(self.get_cache_key(request, None))
+        key = self._window_key(self._address_key(address))
         try:
             failures = int(self.cache.get(key, 0))
         except Exception as exc:  # any cache failure: fail open, logged
@@ -182,10 +192,10 @@ class BadCredentialThrottle(WindowRateThrottle):
         if failures >= self.num_requests:
             raise exceptions.Throttled(wait=self.wait())
 
-    def record_failure(self, request: Request) -> None:
+    def record_address_failure(self, address: str | None) -> None:
         if self.rate is None:
             return
-        key = self._window_key(self.get_cache_key(request, None))
+        key = self._window_key(self._address_key(address))
         try:
             self._increment(key)
         except Exception as exc:
