@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
 from psycopg_pool import ConnectionPool
 
+from config.db_pool import check_unless_quiet
 from config.env import env, service_urls
 
 # Generic admin/queryset classes (ModelAdmin[Agency]) at runtime, as the type stubs describe them.
@@ -143,9 +144,12 @@ def _database(url: str, *, pooled: bool = False) -> dict[str, Any]:
         }
         if env.bool("DATABASE_POOL_CHECK", default=False):
             # Each connection tested when handed out (one round trip): what a web request
-            # wants after a database restart. A worker's steps skip it; the runtime checks
-            # the pool once when it meets a dead connection (core/database.py).
+            # wants after a database restart.
             options["pool"]["check"] = ConnectionPool.check_connection
+        else:
+            # A worker's steps skip the round trip: a connection is tested only when its
+            # socket shows the server closed it (config/db_pool.py).
+            options["pool"]["check"] = check_unless_quiet
         config["CONN_MAX_AGE"] = 0  # the pool keeps connections; Django must not
     else:
         config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)

@@ -3,29 +3,38 @@ does it, down for a few seconds): no run fails, none is left behind, no tool is 
 and runs started once it is back complete although the worker's pool held connections that died
 with the old server. Real embedded PostgreSQL, real worker process, fake provider server.
 
+Once PostgreSQL answers again, a worker serves the very next tasks (a run, the lease reaper) on
+working connections: none gets one that died with the old server and fails, or waits for the
+pool's reconnection backoff.
+
 Also the web side: while the database is down, /healthz answers 503 naming it within 2 s and
 the API answers 503 ``database_unavailable``, not a 500 page or a hang."""
 
 from __future__ import annotations
 
+import datetime
+import logging
 import time
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 from django.db import connections
+from django.utils import timezone
 
 from agents.llm.fake_server import FakeProviderServer
 from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.services import execution_create
+from agents.tasks import reap_expired_leases
 from core import database, embedded, tenancy
 from crm.models import Contact, Note
-from tests.processes import AsgiServer, Worker, wait_for
+from tests.processes import AsgiServer, Worker, pending_execution, wait_for
 
 # It takes down the PostgreSQL every test uses: run on its own (`make test`: on servers of its
 # own, tests/run.py).
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
+logger = logging.getLogger(__name__)
 BEFORE = 8  # runs in flight when PostgreSQL goes down
 AFTER = 8  # runs started once it is back
 DOWN_SECONDS = 5.0
@@ -125,6 +134,48 @@ def test_runs_ride_out_a_postgresql_restart_and_runs_after_it_complete(
     with tenancy.agency_context(agent.agency_id):
         notes = Note.objects.filter(contact=contact).count()
     assert notes == BEFORE + AFTER  # each run's note exactly once
+
+
+def test_a_worker_serves_its_next_tasks_as_soon_as_postgresql_answers_again(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    restart_postgres: Callable[[float], None],
+) -> None:
+    agent = make_agent(timeout_seconds=120)
+    fake_llm_server.set_responder(by_turn(text_reply("Done.")), key=agent.llm_model)
+    # Its pool keeps 6 connections open: every one dies with the server.
+    worker = Worker(concurrency=8, DATABASE_POOL_MIN_SIZE="6").start()
+    try:
+        for run in _start(agent, 4):
+            wait_for(run, timeout=60)
+        reap_expired_leases.delay()
+        time.sleep(3.0)  # the work after the runs done too: the pool's connections are idle
+        before = len(worker.output())
+        restart_postgres(DOWN_SECONDS)
+        back_at = timezone.now()  # the database answers this process again
+        # A run whose message was lost long ago: the reaper's tick sends it again (the worker
+        # logs a housekeeping task's work, not its start or end).
+        lost = pending_execution(agent, input_text="Lost.")
+        with tenancy.agency_context(agent.agency_id):
+            Execution.objects.filter(pk=lost.pk).update(
+                updated_at=timezone.now() - datetime.timedelta(hours=1)
+            )
+        # What comes first once it is back: beat's next tick, new runs.
+        reap_expired_leases.delay()
+        after = _start(agent, 4)
+        finished = [wait_for(run, timeout=60) for run in [*after, lost]]
+    finally:
+        worker.stop()
+    log = worker.output()[before:]
+    assert [run.status for run in finished] == [ExecutionStatus.COMPLETED] * len(finished)
+    assert f"execution {lost.pk}: still pending, delivering it again" in log, log[-3000:]
+    assert "not claimed, database unavailable" not in log, log[-3000:]
+    assert "raised unexpected" not in log, log[-3000:]
+    claimed = max(run.started_at for run in finished if run.started_at is not None)
+    logger.warning(
+        "PostgreSQL back: runs started then claimed within %.2f s",
+        (claimed - back_at).total_seconds(),
+    )
 
 
 def test_healthz_and_the_api_answer_503_fast_while_the_database_is_down(
