@@ -21,13 +21,22 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
+from core.asgi import IsolatedContext  # noqa: E402
 from live.security import SameSiteOriginValidator  # noqa: E402
 from webhooks.asgi import WebhookBodyLimit  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        # Webhook bodies are cut off past their limit before Django reads them (webhooks/asgi.py).
-        "http": WebhookBodyLimit(django_asgi_app),
-        "websocket": SameSiteOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+# Each request and socket in a context of its own, never one inherited from the request before
+# it on the same connection: Django would run it on that request's thread and leak a pooled
+# database connection (core/asgi.py).
+application = IsolatedContext(
+    ProtocolTypeRouter(
+        {
+            # Webhook bodies are cut off past their limit before Django reads them
+            # (webhooks/asgi.py).
+            "http": WebhookBodyLimit(django_asgi_app),
+            "websocket": SameSiteOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
 )

@@ -146,13 +146,27 @@ def _replace(pool: ConnectionPool) -> None:
     pools: dict[str, ConnectionPool] = getattr(type(wrapper), "_connection_pools", {})
     if pools.get(connection.alias) is not pool:  # Django's cache, per alias: replaced already
         return
-    logger.warning(
-        "the database answers but its pool gave no connection: replacing it (%s)",
+    logger.error(
+        "the database answers but its pool gave no connection: replacing it, a last resort "
+        "(connections held somewhere and not given back?) (%s)",
         pool.get_stats(),
     )
     del pools[connection.alias]
+    from ops.metrics import recording  # noqa: PLC0415 - the metrics import the settings
+
+    recording.db_pool_replaced()
     # Closing waits for its threads: not on this request's time.
     threading.Thread(target=pool.close, name="close-stalled-pool", daemon=True).start()
+
+
+def pool_stats(alias: str = "default") -> dict[str, int] | None:
+    """This process's pool's figures (psycopg_pool's ``get_stats()``: ``pool_size``,
+    ``pool_available``, ``requests_waiting``...), or None when it has no pool (yet). Never
+    opens one."""
+    wrapper = connections[alias]
+    pools: dict[str, ConnectionPool] = getattr(type(wrapper), "_connection_pools", {})
+    pool = pools.get(alias)
+    return None if pool is None else pool.get_stats()
 
 
 def _caused_by_pool_timeout(exc: BaseException) -> bool:

@@ -115,3 +115,9 @@ QUESTIONS_RESOLVED = Counter(
     "Questions answered, stopped or expired.",
     ["kind", "outcome"],
 )
+DB_POOL_REPLACEMENTS = Counter(
+    "agentdesk_db_pool_replacements",
+    "Database connection pools a web process replaced because the database answered a new "
+    "connection while the pool gave none (core.database.refused_for_outage): a last resort, "
+    "0 unless connections were held somewhere.",
+)

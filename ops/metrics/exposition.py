@@ -9,6 +9,8 @@ dependency that is down — what cannot be read is left out of that scrape, and
   aggregates over the pending rows of every agency, on the runtime role with the platform
   context: row-level security lets nothing else through);
 - the Celery queue's depth (Redis ``LLEN`` of the default queue's keys, one per priority step).
+- the database pool of the web process answering the scrape: its connections in use and idle,
+  its limit, the requests waiting for one (read from the pool itself, no query).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class ScrapeTimeCollector(Collector):
         people = results["database"]
         if people is not None:
             yield from _people_families(people)
+        yield from _pool_families()
         depths = results["redis"]
         if depths is not None:
             depth = GaugeMetricFamily(
@@ -104,6 +107,36 @@ def _people_families(people: dict[str, Waiting]) -> Iterator[GaugeMetricFamily]:
             f"Age of the oldest of the {name} waiting now (0 when none waits).",
             value=waiting.oldest_age_seconds,
         )
+
+
+def _pool_families() -> Iterator[GaugeMetricFamily]:
+    """The database pool of the web process answering the scrape (after the scrape's own query
+    gave its connection back): nothing when it has not opened one yet."""
+    from core import database  # noqa: PLC0415
+
+    stats = database.pool_stats()
+    if stats is None:
+        return
+    available = stats.get("pool_available", 0)
+    connections = GaugeMetricFamily(
+        "agentdesk_db_pool_connections",
+        "Database connections of the answering web process's pool: held by a request, a socket "
+        "or a thread (in_use), or idle in the pool.",
+        labels=["state"],
+    )
+    connections.add_metric(["in_use"], stats.get("pool_size", 0) - available)
+    connections.add_metric(["idle"], available)
+    yield connections
+    yield GaugeMetricFamily(
+        "agentdesk_db_pool_max_connections",
+        "The most connections the answering web process's pool may open (DATABASE_POOL_MAX_SIZE).",
+        value=stats.get("pool_max", 0),
+    )
+    yield GaugeMetricFamily(
+        "agentdesk_db_pool_requests_waiting",
+        "Requests of the answering web process waiting for a pooled connection now.",
+        value=stats.get("requests_waiting", 0),
+    )
 
 
 def _read_all(readers: dict[str, Callable[[], Any]], *, timeout: float) -> dict[str, Any | None]:

@@ -208,3 +208,9 @@ def reaper_redelivered(kind: str | None = None, n: int = 0, /, **counts: int) ->
     for name, count in counts.items():
         if count:
             m.REAPER_REDELIVERIES.labels(name).inc(count)
+
+
+def db_pool_replaced() -> None:
+    """A web process replaced its stalled database pool (core.database)."""
+    if ENABLED:
+        m.DB_POOL_REPLACEMENTS.inc()

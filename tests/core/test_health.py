@@ -7,6 +7,7 @@ from celery import Celery
 from django.conf import settings
 from django.db import OperationalError
 from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
 
 from core.health import check_celery
 
@@ -49,6 +50,17 @@ def test_the_project_app_stays_the_current_celery_app() -> None:
     assert current_app.main == app.main
 
 
+def _replacements() -> float:
+    text = Client().get("/metrics").content.decode()
+    (value,) = (
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "agentdesk_db_pool_replacements_total"
+    )
+    return value
+
+
 class TestAPoolThatStallsOnceTheDatabaseAnswers:
     """``refused_for_outage``: a request refused for a pool timeout while a new connection goes
     through means the pool is stalled; it is replaced. (While the database is down it is kept:
@@ -64,12 +76,15 @@ class TestAPoolThatStallsOnceTheDatabaseAnswers:
 
         stalled = connection.pool  # type: ignore[attr-defined]
         assert stalled is not None
+        replaced_before = _replacements()
         try:
             raise OperationalError("no connection") from PoolTimeout("after 5.00 sec")
         except OperationalError as exc:
             database.refused_for_outage(exc, "request")
         assert connection.pool is not stalled  # type: ignore[attr-defined]
         assert "replacing it" in caplog.text
+        # A last resort that hides connections held somewhere: counted for the operator.
+        assert _replacements() == replaced_before + 1
 
     def test_other_failures_leave_the_pool_alone(self, django_db_setup: None) -> None:
         from django.db import connection

@@ -1,0 +1,45 @@
+"""Every HTTP request and websocket starts from an empty context, not a copy of another one's.
+
+An asyncio task starts with a copy of the context current where it is created. An HTTP server
+creates a request's task from its connection's read callback, and asyncio runs that callback in
+the context that was current when reading was last resumed. Uvicorn resumes reading from inside
+the request's own task (``receive()`` and the end of a response on a keep-alive connection), so
+the next request on that connection starts with the previous request's context variables
+(cpython#140947, uvicorn#2167; uvicorn's ``--reset-contextvars`` is the opt-in cure).
+
+For Django that is a connection leak: its ASGI handler enters asgiref's ``ThreadSensitiveContext``
+for each request, which sets a context variable only when none is set. A request that inherited
+one runs its view on the previous request's executor thread, takes a pooled connection there,
+and then closes "its" connections (``request_finished``) on another thread that has none; the
+previous request ends its executor, the thread exits, and the connection is never given back.
+Under load every few dozen pages leaked one, until the pool's ``max_size`` was reached and pages
+answered 503 after the pool timeout (issue 25).
+
+Running the application in a task with a fresh ``contextvars.Context`` fixes it whatever server
+runs the application or with whatever flags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from typing import Any
+
+Scope = dict[str, Any]
+
+
+class IsolatedContext:
+    """ASGI wrapper: HTTP and websocket connections run in a task with an empty context.
+    Cancelling the server's task cancels the application's (awaiting a task forwards it)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)  # lifespan: the server's own context
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.app(scope, receive, send), context=contextvars.Context()
+        )
+        await task
