@@ -29,7 +29,9 @@ class WorkerHeartbeat(models.Model):
     # Since when it has beaten without a gap (its start, or its first beat after one).
     beating_since = models.DateTimeField()
     last_seen = models.DateTimeField()
-    # A clean shutdown (Celery's worker_shutdown): its runs need not wait for the timeout.
+    # A clean shutdown (Celery's worker_shutdown): its runs need not wait for the timeout. Or
+    # the reaper found the process lost (quiet while another kept beating) and handed on its
+    # runs, running and pending (ops.heartbeat.mark_lost); a next beat clears it.
     stopped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
