@@ -54,6 +54,8 @@ from agents.runtime.context_window import (
     summary_turns,
 )
 from agents.runtime.faults import crash_point
+from agents.runtime.plugins import Finish, ModelCall, Park, RunView, Verdict, apply_in_step
+from agents.runtime.plugins import plugins as run_plugins
 from agents.runtime.providers import provider_config_for, provider_limits_for
 from agents.runtime.setup import build_snapshot, pinned_agent
 from agents.services.executions import (
@@ -70,7 +72,7 @@ from flow.runtime import RunFlow
 from memory.learning import investigations
 from ops import metrics, tracing
 from teams import runtime as teams
-from tools.executor import CallRequest, execute_tool_call
+from tools.executor import CallRequest, ToolOutcome, execute_tool_call
 from tools.models import ToolCallStatus
 from usage import services as usage_services
 from usage.pricing import Price, price_for
@@ -259,11 +261,15 @@ class _Run:
         )
         self.flow = RunFlow(self)  # decision points and loop detection (flow/runtime.py)
         self.share = teams.budget_share(self.snapshot)  # a delegated run's (teams/runtime.py)
+        # The features plugged into the run (agents/runtime/plugins.py), for this delivery.
+        self.hooks = run_plugins().for_run(RunView(self))
 
     # --- the loop ----------------------------------------------------------------------------
     def run(self) -> str:  # noqa: PLR0911, PLR0912 - each return is one way a run ends
         messages, pending, observed = self._conversation()
         self.call_ids.update(c.id for m in messages for c in m.tool_calls)
+        for on_start in self.hooks.started:
+            on_start()
         try:
             provider = self._provider()
         except LLMError as exc:
@@ -305,6 +311,9 @@ class _Run:
                 return self._end_unless_cancelled(
                     ExecutionStatus.FAILED, StopReason.BUDGET_EXCEEDED, error=share
                 )
+            refused = self._before_model_call(price, self.window.tokens)
+            if refused is not None:
+                return self._apply(refused)
             reservation = self._reserve_budget(price, self.window.tokens)
             if reservation is None:
                 metrics.budget_refused("model_call")
@@ -330,6 +339,9 @@ class _Run:
                 return ended
             if (looped := self.flow.check_reply(completion.tool_calls, messages)) is not None:
                 return looped
+            for checked in self.hooks.reply_checked:
+                if (verdict := checked(completion.tool_calls, messages)) is not None:
+                    return self._apply(verdict)
             outcome = self._act(list(completion.tool_calls), messages)
             if outcome is not None:
                 return outcome
@@ -424,6 +436,11 @@ class _Run:
         share = teams.over_share(
             self.share, self.execution, self.snapshot, price, _input_tokens(request)
         )
+        refused = None if share else self._before_model_call(price, _input_tokens(request), True)
+        if refused is not None:
+            if refused.stop_reason == StopReason.BUDGET_EXCEEDED:
+                metrics.budget_refused("model_call")
+            return self._apply(refused)
         reservation = None if share else self._reserve_budget(price, _input_tokens(request))
         if reservation is None:
             metrics.budget_refused("model_call")
@@ -562,6 +579,12 @@ class _Run:
             raise _CancelledBeforeRequest
         _release_connection()
 
+    def settle(self) -> None:  # (for plugins: agents.runtime.plugins.RunView)
+        self._settle()
+
+    def cancel_requested(self) -> bool:
+        return self._cancel_requested()
+
     def _settle(self) -> None:
         """Wait for a tool result's commit still in flight (see _act)."""
         if store.settle_in_flight():
@@ -616,6 +639,8 @@ class _Run:
         """A cancel requested while the park was being written comes back with it: the waiting
         run is cancelled now, as any waiting run is, not when it would next be resumed."""
         if self.execution.cancel_requested_at is None:
+            for parked in self.hooks.parked:
+                parked(status)
             return status
         with tenancy.agency_context(self.execution.agency_id):
             return str(execution_cancel(execution=self.execution).status)
@@ -656,6 +681,8 @@ class _Run:
         with write(self.execution, self.worker) as tx:
             now = timezone.now()
             self.flow.replied(tx, completion, step_id=(step_id := uuid.uuid4()))
+            for persisted in self.hooks.reply_persisted:
+                persisted(tx, completion, step_id=step_id)
             tx.add_step(
                 StepType.THINK,
                 step_id=step_id,
@@ -714,7 +741,7 @@ class _Run:
         return self.execution.status if final else None
 
     # --- act ----------------------------------------------------------------------------------
-    def _act(  # noqa: PLR0912 - a branch per way a call settles (runs, waits, parks)
+    def _act(  # noqa: PLR0911, PLR0912, PLR0915 - a branch per way a call settles (runs, waits, parks)
         self,
         calls: list[ToolCall],
         messages: list[Message],
@@ -726,6 +753,7 @@ class _Run:
         reply); returns a status when the run parks or ends."""
         limit = self.snapshot["max_tool_calls_per_step"]
         parked: str | None = None  # set (and the loop left) when a call parks the run
+        finished: str | None = None  # set (and the loop left) when a plugin ends the run
         for index, call in enumerate(calls, start=first):
             failed = False  # the call ran and failed (what self-correction counts)
             stop = self._should_stop()
@@ -757,6 +785,14 @@ class _Run:
                         outcome = execute_tool_call(request, step_id=step_id)
                         tracing.tool_settled(span, status=outcome.status, output=outcome.output)
                     self.flow.tool_settled(tx, call, outcome, step_id=step_id, resumed=resumed)
+                    verdict = self._tool_settled(tx, call, outcome, step_id, resumed)
+                    if verdict is not None:  # its step is not written: it runs on resume
+                        status = apply_in_step(tx, verdict)
+                        if isinstance(verdict, Park):
+                            parked = status
+                        else:
+                            finished = status
+                        break
                     if outcome.approval is not None:
                         tx.park(
                             ExecutionStatus.WAITING_APPROVAL,
@@ -778,6 +814,8 @@ class _Run:
                     output, park_until = outcome.output, outcome.park_until
                     output = self.flow.result(tx, call, output, messages)  # with a loop warning
                     output = investigations.tool_result(self, tx, call, output)  # memory.learning
+                    for shown in self.hooks.tool_result:
+                        output = shown(tx, call, output, messages)
                     failed = outcome.status == ToolCallStatus.FAILED and not outcome.replayed
                     for callback in outcome.after_commit:
                         transaction.on_commit(callback)
@@ -813,9 +851,48 @@ class _Run:
                 return self._parked(ExecutionStatus.WAITING_INPUT)
             if (looped := self.flow.looped()) is not None:  # the same state again (flow/loops.py)
                 return looped
-        if parked is not None:  # the approval gate parked the run; its transaction committed
+            for after in self.hooks.after_tool_step:
+                if (verdict := after(call, failed=failed)) is not None:
+                    return self._apply(verdict)
+        if finished is not None:  # a plugin ended the run with the call's transaction
+            return finished
+        if parked is not None:  # the call parked the run; its transaction committed
             return self._parked(parked)
         return None
+
+    def _tool_settled(
+        self,
+        tx: store.StepTransaction,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        step_id: uuid.UUID,
+        resumed: bool,
+    ) -> Verdict | None:
+        for settled in self.hooks.tool_settled:
+            verdict = settled(tx, call, outcome, step_id=step_id, resumed=resumed)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def _before_model_call(
+        self, price: Price, input_tokens: int, summary: bool = False
+    ) -> Finish | None:
+        if not self.hooks.before_model_call:
+            return None
+        call = ModelCall(price=price, input_tokens=input_tokens, summary=summary)
+        for before in self.hooks.before_model_call:
+            if (verdict := before(call)) is not None:
+                return verdict
+        return None
+
+    def _apply(self, verdict: Verdict) -> str:
+        """A plugin's verdict, recorded in a transaction of its own; a run whose cancel came
+        first is cancelled instead."""
+        if self._cancel_requested():
+            return self._end_cancelled()
+        with store.step_transaction(self.execution, self.worker) as tx:
+            status = apply_in_step(tx, verdict)
+        return self._parked(status) if isinstance(verdict, Park) else status
 
     def _ask_for_help(self, tool_name: str) -> bool:
         """Self-correction (seed 000: "max 3 attempts then human"): once the same tool has
@@ -938,6 +1015,10 @@ class _Run:
 
     def _end_cancelled(self) -> str:
         stop_reason, error = self.flow.cancel_reason()  # "stuck" when stuck detection asked
+        for reason in self.hooks.cancel_reason:
+            if (given := reason()) is not None:
+                stop_reason, error = given
+                break
         return self._end(ExecutionStatus.CANCELLED, stop_reason, error=error)
 
     def _end(self, status: str, stop_reason: str, *, error: str = "") -> str:

@@ -17,6 +17,8 @@ from agents.llm import MessageDict
 from agents.models import Agent, AgentVersion, Execution
 from agents.runtime.context import ConfigSnapshot, build_system_prompt, first_user_message
 from agents.runtime.context_window import CHARS_PER_TOKEN
+from agents.runtime.plugins import RunSetup
+from agents.runtime.plugins import plugins as run_plugins
 from agents.runtime.providers import provider_config_for
 from agents.services.versions import config_fields
 from core.catalogue import CatalogueCache
@@ -202,15 +204,26 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
     """The run's snapshot; also notes on ``execution`` (``agent_version_id``, for the caller to
     write with it) the version the agent's row names: read in the same row as the
     configuration, it is the version of exactly that configuration, at no extra query."""
+    plugins = run_plugins()
     tools = teams.narrowed_tools(agent, execution, usable_tools(agent))  # a delegated run's
     recalled = recall(agent, execution)
+    setup = RunSetup(
+        agent,
+        execution,
+        tools,
+        list(recalled.memories),
+        list(recalled.episodes),
+        list(recalled.conversation),
+        recalled.conversation_key,
+    )
+    plugins.setup(setup)  # the features' say (agents/runtime/plugins.py)
     goals = open_goals(agent)
     prompt = build_system_prompt(
         agent,
         goals=goals,
-        tool_names=[t["name"] for t in tools],
-        memories=recalled.memories,
-        episodes=recalled.episodes,
+        tool_names=[t["name"] for t in setup.tools],
+        memories=setup.memories,
+        episodes=setup.episodes,
     )
     prompt = learned.with_patterns(prompt, agent, execution)  # approaches that worked before
     # The trigger goes into the first user message, not the system prompt.
@@ -218,7 +231,7 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
     snapshot: ConfigSnapshot = {
         "agent_name": agent.name,
         "system_prompt": prompt,
-        "tools": tools,
+        "tools": setup.tools,
         "llm_provider": agent.llm_provider,
         # The model the run is priced and recorded at, and the one it asks for.
         "llm_model": agent.llm_model or provider_config_for(agent, agency_id=agent.agency_id).model,
@@ -227,15 +240,16 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
         "max_steps_per_run": agent.max_steps_per_run,
         "max_tool_calls_per_step": agent.max_tool_calls_per_step,
         "timeout_seconds": agent.timeout_seconds,
-        "memories": recalled.memories,
-        "episodes": recalled.episodes,
+        "memories": setup.memories,
+        "episodes": setup.episodes,
         "context_token_budget": agent.context_token_budget,
     }
-    if recalled.conversation_key is not None:
-        snapshot["conversation_key"] = recalled.conversation_key
-    if recalled.conversation:
-        snapshot["conversation"] = recalled.conversation
+    if setup.conversation_key is not None:
+        snapshot["conversation_key"] = setup.conversation_key
+    if setup.conversation:
+        snapshot["conversation"] = setup.conversation
     teams.narrow(snapshot, execution)  # a delegated run: no more than its parent's limits
+    plugins.snapshot(setup, snapshot)
     return snapshot
 
 
