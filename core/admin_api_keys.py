@@ -18,8 +18,8 @@ from django.utils import timezone
 from unfold.decorators import display
 
 from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, has_role
-from core.api_keys.models import EXPIRY_WARNING_DAYS, ApiKey
 from core.api_keys.services import api_key_create, api_key_revoke
+from core.models.api_keys import EXPIRY_WARNING_DAYS, ApiKey
 
 ACTIVE, EXPIRING, EXPIRED, REVOKED, NEVER = "active", "expiring", "expired", "revoked", "never"
 

@@ -19,10 +19,10 @@ from rest_framework.request import Request
 
 from core import tenancy
 from core.api.throttling import BadCredentialThrottle
-from core.api_keys.models import KEY_SCHEME, ApiKey
 from core.api_keys.selectors import api_key_for_secret
 from core.api_keys.services import api_key_touch
 from core.models import Agency
+from core.models.api_keys import KEY_SCHEME, ApiKey
 
 
 class ApiKeyUser(AnonymousUser):

@@ -25,17 +25,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
 from core.exceptions import ApplicationError
-from core.models import AgencyOwnedModel
+from core.models import IdempotencyRecord
+from core.models.idempotency import MAX_KEY_LENGTH
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
-MAX_KEY_LENGTH = 255
 # What idempotency_key_from takes, stated for clients: printable ASCII, no space at either end
 # (HTTP strips those), 1 to MAX_KEY_LENGTH characters.
 KEY_PATTERN = rf"^[!-~](?:[ -~]{{0,{MAX_KEY_LENGTH - 2}}}[!-~])?$"
@@ -54,29 +54,6 @@ SCHEMA_PARAMETER = OpenApiParameter(
         "24 hours (`AGENTDESK_IDEMPOTENCY_KEY_HOURS`)."
     ),
 )
-
-
-class IdempotencyRecord(AgencyOwnedModel):
-    """The first answer to a request sent with an ``Idempotency-Key``."""
-
-    credential = models.CharField(max_length=64)  # "key:<api key id>" or "user:<user id>"
-    key = models.CharField(max_length=MAX_KEY_LENGTH)
-    request_hash = models.CharField(max_length=64)  # SHA-256 of method, path and body
-    response_status = models.PositiveSmallIntegerField()
-    # The rendered JSON as text: jsonb would reorder the keys, and a replay is the same body.
-    response_body = models.TextField()
-    expires_at = models.DateTimeField()
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["agency", "credential", "key"], name="core_idempotency_unique_key"
-            )
-        ]
-        indexes = [models.Index(fields=["expires_at"], name="core_idempotency_expires")]
-
-    def __str__(self) -> str:
-        return f"{self.credential} {self.key}"
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from core import tenancy
-from core.api_keys.models import ApiKey
 from core.models import ActorType, Agency, Role, User
+from core.models.api_keys import ApiKey
 from core.selectors import membership_for_user
 
 SUPERUSER_AGENCY_PARAM = "agency"

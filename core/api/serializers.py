@@ -8,8 +8,8 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from core.api.fields import AgencyRelatedField, JSONObjectField, StrictSerializer
-from core.api_keys.models import ApiKey
 from core.models import EVENT_TYPE_REGEX, Event, Role, Site
+from core.models.api_keys import ApiKey
 
 # The ai.* namespace is the platform's own lifecycle (seed 004): a client must not forge it.
 RESERVED_EVENT_PREFIX = "ai."

@@ -21,10 +21,10 @@ from core.api.serializers import (
     EventEmitSerializer,
     EventSerializer,
 )
-from core.api_keys.models import ApiKey
 from core.api_keys.services import api_key_create, api_key_revoke
 from core.events import event_emit
 from core.models import Event
+from core.models.api_keys import ApiKey
 
 
 class EventFilter(FilterSet):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 
 from core import tenancy
-from core.api_keys.models import ApiKey, hash_secret, parse_key
+from core.models.api_keys import ApiKey, hash_secret, parse_key
 
 
 def api_key_for_secret(*, raw_key: str) -> ApiKey | None:

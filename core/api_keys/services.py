@@ -9,9 +9,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core import realtime
-from core.api_keys.models import ApiKey, format_key, hash_secret, new_prefix, new_secret
 from core.exceptions import ApplicationError
 from core.models import Role
+from core.models.api_keys import ApiKey, format_key, hash_secret, new_prefix, new_secret
 
 # last_used_at is a hint for humans: one write a minute per key is plenty.
 TOUCH_INTERVAL = datetime.timedelta(minutes=1)

@@ -13,10 +13,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core import tenancy
-from core.api_keys.models import ApiKey
 from core.api_keys.services import api_key_create
 from core.exceptions import ApplicationError
 from core.models import Role
+from core.models.api_keys import ApiKey
 from tests.api.conftest import count
 
 AGENTS = "/api/v1/agents/"

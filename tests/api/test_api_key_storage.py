@@ -9,9 +9,9 @@ from django.db import connection
 from django.test import Client
 
 from core import tenancy
-from core.api_keys.models import ApiKey, hash_secret
 from core.api_keys.selectors import api_key_for_secret
 from core.models import Role
+from core.models.api_keys import ApiKey, hash_secret
 from tests.api.conftest import count, new_key
 
 

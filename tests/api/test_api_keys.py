@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.api_keys.models import ApiKey
 from core.models import Role
+from core.models.api_keys import ApiKey
 from tests.api.conftest import count, fields_of
 
 URL = "/api/v1/api-keys/"

@@ -10,8 +10,8 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from core import tenancy
-from core.api_keys.models import ApiKey
 from core.models import Role
+from core.models.api_keys import ApiKey
 from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.api.conftest import count, key_client, new_key, token_client
 

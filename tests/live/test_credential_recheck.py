@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from core import realtime, tenancy
 from core.api.principal import Principal
-from core.api_keys.models import ApiKey
 from core.api_keys.services import api_key_create
 from core.models import Agency, Membership, Role
+from core.models.api_keys import ApiKey
 from live import auth
 from tests.factories import MembershipFactory
 

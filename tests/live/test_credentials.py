@@ -22,9 +22,9 @@ from django.utils import timezone
 from websockets.sync.client import ClientConnection
 
 from core import tenancy
-from core.api_keys.models import ApiKey
 from core.api_keys.services import api_key_create
 from core.models import Agency, Membership, Role
+from core.models.api_keys import ApiKey
 from live import protocol
 from tests.agents.factories import AgentFactory
 from tests.factories import MembershipFactory

@@ -30,8 +30,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from core.admin_scoping import ReadOnlyAdminMixin
-from core.api_keys.models import ApiKey
 from core.models import Agency, AgencyOwnedModel, Role, User
+from core.models.api_keys import ApiKey
 from members.models import Invitation
 from tests.admin.conftest import member
 from tests.admin.helpers import admin_url, change_url

@@ -14,10 +14,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from core import tenancy
-from core.api_keys.models import ApiKey
 from core.api_keys.services import api_key_create, api_key_revoke
 from core.exceptions import ApplicationError
 from core.models import Agency, Role
+from core.models.api_keys import ApiKey
 
 MAX_EXPIRY_DAYS = 3650
 

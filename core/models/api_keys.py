@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from core.models import AgencyOwnedModel, Role
+from core.models.tenancy import AgencyOwnedModel, Role
 
 KEY_SCHEME = "adk"
 PREFIX_BYTES = 4  # 8 hex characters

@@ -270,8 +270,3 @@ class Event(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.event_type} @ {self.created_at:%Y-%m-%d %H:%M:%S}"
-
-
-# Registered with the core app from their own modules (API authentication and idempotency).
-from core.api.idempotency import IdempotencyRecord  # noqa: E402, F401
-from core.api_keys.models import ApiKey  # noqa: E402, F401
