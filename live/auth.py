@@ -27,6 +27,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from core import realtime, tenancy
 from core.api.authentication import api_key_authenticate
 from core.api.principal import Principal, principal_for_key, principal_for_user
+from core.api.throttling import BadCredentialThrottle
 from core.models import Agency, User
 from core.models.api_keys import ApiKey, parse_key
 
@@ -84,6 +85,20 @@ def authenticate(credential: Credential) -> Principal | None:
             return None
     user = _session_user(credential)
     return principal_for_user(user) if user is not None else None
+
+
+def authenticate_new(credential: Credential, address: str | None) -> Principal | None:
+    """:func:`authenticate` for a socket that starts. An API key that fails counts against the
+    client's address as the REST API's do (core.api.throttling), and an address with no failures
+    left is refused before its key is read: ``Throttled``."""
+    if not credential.api_key:
+        return authenticate(credential)
+    throttle = BadCredentialThrottle()
+    throttle.refuse_address_if_exhausted(address)
+    principal = authenticate(credential)
+    if principal is None:
+        throttle.record_address_failure(address)
+    return principal
 
 
 def _session_user(credential: Credential) -> User | None:
