@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from unittest import mock
 
 import httpx
 import psutil
@@ -120,11 +121,8 @@ def _wait_until_web_answers(leader: subprocess.Popen[bytes], port: int, log: Pat
 
 def _started(leader: subprocess.Popen[bytes], data_dir: Path) -> list[psutil.Process]:
     found = [psutil.Process(leader.pid), *psutil.Process(leader.pid).children(recursive=True)]
-    os.environ["AGENTDESK_DATA_DIR"] = str(data_dir)
-    try:
+    with _on(data_dir):
         pids = [pid for pid in embedded.running_pids().values() if pid]
-    finally:
-        del os.environ["AGENTDESK_DATA_DIR"]
     names = " ".join(_describe(p) for p in found)
     for expected in ("uvicorn", "worker", "beat"):
         assert expected in names, names
@@ -182,11 +180,14 @@ def _clean_up(
 
 
 def _stop_servers(data_dir: Path) -> None:
-    os.environ["AGENTDESK_DATA_DIR"] = str(data_dir)
-    try:
+    with _on(data_dir):
         embedded.stop()
-    finally:
-        del os.environ["AGENTDESK_DATA_DIR"]
+
+
+def _on(data_dir: Path) -> contextlib.AbstractContextManager[object]:
+    # This test run's own folder (AGENTDESK_DATA_DIR, if set) is back afterwards: the run's
+    # database teardown reads it.
+    return mock.patch.dict(os.environ, {"AGENTDESK_DATA_DIR": str(data_dir)})
 
 
 def _ctrl_c(make: subprocess.Popen[bytes]) -> None:
