@@ -34,7 +34,9 @@ def worker(*, concurrency: int, **env: str) -> Any:
         "AGENTDESK_LLM_TIMEOUT_SECONDS": "60",
         "LOG_LEVEL": "WARNING",
     }
-    return Worker(concurrency=concurrency, **{**production, **env})
+    started = Worker(concurrency=concurrency)
+    started.extra_env.update({**production, **env})  # not as keywords: Worker has some of its own
+    return started
 
 
 class FakeServerProcess:
