@@ -35,7 +35,7 @@ from django.db.models import Max
 
 from agents.llm import Message, ToolCall
 from agents.models import ExecutionStatus, LoopAction, StopReason
-from agents.runtime import store
+from agents.runtime.plugins import Finish, Park, Verdict
 from core import tenancy
 from core.events import event_emit
 from core.models import ActorType
@@ -43,8 +43,7 @@ from flow.models import LoopDetection, LoopKind, LoopOutcome
 from memory.learning.investigations import NOTE_KEY, looks_wrong
 
 if TYPE_CHECKING:
-    from agents.runtime.loop import _Run
-    from agents.runtime.store import StepTransaction
+    from agents.runtime.plugins import RunView, StepWriter
 
 LOOP_EVENT = "ai.execution.loop_detected"
 LOOP_QUESTION_TYPE = "loop"  # Question.question_type of a loop's question (approvals.questions)
@@ -99,7 +98,7 @@ def state_warning_text(name: str, count: int, threshold: int) -> str:
 
 
 class LoopWatch:
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: RunView) -> None:
         self.run = run
         self.threshold = int(run.agent.loop_threshold or 0)
         self.action = run.agent.loop_action
@@ -134,10 +133,10 @@ class LoopWatch:
                 if self.same_state and found_nothing(output):
                     self.states[state_of(call.name, output)] += 1
 
-    def check(self, calls: Sequence[ToolCall], messages: list[Message]) -> str | None:
-        """Before the reply's calls run (``messages`` ends with the reply): the run's status
-        when one of them goes past the threshold, else None (and the call that reaches it is
-        noted for the warning)."""
+    def check(self, calls: Sequence[ToolCall], messages: list[Message]) -> Verdict | None:
+        """Before the reply's calls run (``messages`` ends with the reply): the verdict when
+        one of them goes past the threshold, else None (and the call that reaches it is noted
+        for the warning)."""
         if not self.threshold or not calls:
             return None
         self._load(messages[:-1])
@@ -158,7 +157,7 @@ class LoopWatch:
     def _allowed_before(self, key: str, kind: str) -> int:
         """Repeats a person already let the run go on past (answered "continue"), else 0: a
         query only once a call or a state reaches the threshold."""
-        self.run._settle()
+        self.run.settle()
         with tenancy.agency_context(self.run.execution.agency_id):
             return self._allowed(key, kind)
 
@@ -173,7 +172,7 @@ class LoopWatch:
 
     def warned(
         self,
-        tx: StepTransaction,
+        tx: StepWriter,
         call: ToolCall,
         output: dict[str, Any],
         messages: Sequence[Message],
@@ -206,7 +205,7 @@ class LoopWatch:
         return {**output, WARNING_KEY: warning_text(call.name, count, self.threshold)}
 
     def _same_state(
-        self, tx: StepTransaction, call: ToolCall, state: str, output: dict[str, Any]
+        self, tx: StepWriter, call: ToolCall, state: str, output: dict[str, Any]
     ) -> dict[str, Any]:
         count = self.states[state]
         if count < self.threshold:
@@ -223,9 +222,9 @@ class LoopWatch:
             return {**output, WARNING_KEY: state_warning_text(call.name, count, self.threshold)}
         return output
 
-    def looped(self) -> str | None:
-        """Once the step of a call whose state went past the threshold is written: the run's
-        status (it ended, or waits for a person), else None."""
+    def looped(self) -> Verdict | None:
+        """Once the step of a call whose state went past the threshold is written: the
+        verdict (end the run, or ask a person), else None."""
         if self.looping is None:
             return None
         call, state, count, allowed = self.looping
@@ -256,10 +255,11 @@ class LoopWatch:
             question=question,
         )
 
-    def _looped(self, kind: LoopKind, call: ToolCall, key: str, count: int, allowed: int) -> str:
-        run = self.run
-        if run._cancel_requested():
-            return run._end_cancelled()
+    def _looped(
+        self, kind: LoopKind, call: ToolCall, key: str, count: int, allowed: int
+    ) -> Verdict:
+        """End the run, or ask a person: the runtime applies it (a run whose cancel came first
+        is cancelled instead), with the detection row and event in the same transaction."""
         evidence = {
             "kind": kind.value,
             "tool": call.name,
@@ -276,12 +276,13 @@ class LoopWatch:
             what = f"{call.name} returned the same result {count} times, whatever the arguments"
             repeated, go_on = f"{call.name} returned the same result {count} times", "it goes on"
         message = f"Loop detected: {what} (loop threshold {self.threshold}), after a warning."
-        execution = run.execution
+        execution = self.run.execution
         if self.action == LoopAction.ASK_HUMAN:
-            from approvals import questions  # noqa: PLC0415 - approvals imports the runtime
-            from approvals.models import QuestionKind  # noqa: PLC0415
 
-            with store.step_transaction(execution, run.worker) as tx:
+            def ask(tx: StepWriter) -> dict[str, Any]:
+                from approvals import questions  # noqa: PLC0415 - approvals imports the runtime
+                from approvals.models import QuestionKind  # noqa: PLC0415
+
                 question = questions.question_create(
                     execution_id=execution.id,
                     agency_id=execution.agency_id,
@@ -300,22 +301,21 @@ class LoopWatch:
                     )
                 )
                 _emit(execution, {**evidence, "outcome": LoopOutcome.ASKED.value})
-                tx.park(
-                    ExecutionStatus.WAITING_INPUT,
-                    reason=f"{repeated}: asking a person",
-                    input_request=questions.input_request_for(question),
-                )
-            return run._parked(ExecutionStatus.WAITING_INPUT)
-        with store.step_transaction(execution, run.worker) as tx:
+                return questions.input_request_for(question)
+
+            return Park(reason=f"{repeated}: asking a person", write=ask)
+
+        def stop(tx: StepWriter) -> None:
             tx.defer_insert(self._detection(kind, call, key, count, outcome=LoopOutcome.STOPPED))
             _emit(execution, {**evidence, "outcome": LoopOutcome.STOPPED.value})
-            tx.finish(
-                ExecutionStatus.FAILED,
-                stop_reason=StopReason.LOOP_DETECTED,
-                error=message,
-                error_details={"loop": evidence},
-            )
-        return ExecutionStatus.FAILED
+
+        return Finish(
+            ExecutionStatus.FAILED,
+            StopReason.LOOP_DETECTED,
+            error=message,
+            error_details={"loop": evidence},
+            write=stop,
+        )
 
 
 def _emit(execution: Any, payload: dict[str, Any]) -> None:

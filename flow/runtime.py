@@ -1,5 +1,5 @@
-"""What the runtime tells flow analysis while a run goes (agents/runtime/loop.py calls in here):
-decision points, written with the step they belong to, and loop detection (flow/loops.py).
+"""Flow analysis while a run goes (its hooks in the runtime: flow/run_plugin.py): decision
+points, written with the step they belong to, and loop detection (flow/loops.py).
 
 Decision points (seed 003 ``agent_execution_decision_points``) are recorded where the runtime
 decides: the tool(s) the model chose among the allowed ones (with its reasoning text), a final
@@ -28,8 +28,7 @@ from flow.decisions import REASONING_MAX
 from tools.models import ToolCallStatus, idempotency_key_for
 
 if TYPE_CHECKING:
-    from agents.runtime.loop import _Run
-    from agents.runtime.store import StepTransaction
+    from agents.runtime.plugins import RunView, StepWriter, Verdict
     from tools.executor import ToolOutcome
 
 # The choices after a failed call, in this order (``chosen_option_index``).
@@ -38,19 +37,19 @@ _MICROSECOND = datetime.timedelta(microseconds=1)
 
 
 class RunFlow:
-    """One delivery's flow tracking of a run (created with the loop's ``_Run``)."""
+    """One delivery's flow tracking of a run (created with its plugin: flow/run_plugin.py)."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: RunView) -> None:
         self.run = run
         self.record = settings.AGENTDESK_FLOW_DECISION_POINTS
-        self.options = sorted(run.tools)  # what the model could choose from
+        self.options = run.tool_names  # what the model could choose from
         self.options_json = decisions.json_once(self.options)  # serialized once per delivery
         self.loops = loops.LoopWatch(run)
         # Tools whose calls failed since the model last replied (error recovery decisions).
         self.failed: list[str] = []
 
     # --- think --------------------------------------------------------------------------------
-    def replied(self, tx: StepTransaction, completion: Completion, *, step_id: uuid.UUID) -> None:
+    def replied(self, tx: StepWriter, completion: Completion, *, step_id: uuid.UUID) -> None:
         """The model's reply, persisted by ``tx``: its tool choice (or its final answer), and
         what it did after failed calls. Adds rows only (it runs inside ``direct_step``)."""
         if not self.record:
@@ -108,7 +107,7 @@ class RunFlow:
 
     def _reply_row(
         self,
-        tx: StepTransaction,
+        tx: StepWriter,
         step_id: uuid.UUID,
         decided_at: datetime.datetime,
         **values: Any,
@@ -125,15 +124,15 @@ class RunFlow:
             )
         )
 
-    def check_reply(self, calls: Sequence[ToolCall], messages: list[Message]) -> str | None:
-        """Before the reply's calls run: the run's status if they make a loop (it ended, or
-        waits for a person), else None."""
+    def check_reply(self, calls: Sequence[ToolCall], messages: list[Message]) -> Verdict | None:
+        """Before the reply's calls run: the verdict if they make a loop (end the run, or ask
+        a person), else None."""
         return self.loops.check(calls, messages)
 
     # --- act ----------------------------------------------------------------------------------
     def tool_settled(
         self,
-        tx: StepTransaction,
+        tx: StepWriter,
         call: ToolCall,
         outcome: ToolOutcome,
         *,
@@ -199,9 +198,7 @@ class RunFlow:
         if resumed and not outcome.replayed:
             self._approval_decided(tx, call, step_id)
 
-    def _approval_decided(
-        self, tx: StepTransaction, call: ToolCall, step_id: uuid.UUID | None
-    ) -> None:
+    def _approval_decided(self, tx: StepWriter, call: ToolCall, step_id: uuid.UUID | None) -> None:
         """A resumed call that waited for approval: the person's decision (one query, only on
         the resumed path)."""
         from approvals.models import Approval, ApprovalStatus  # noqa: PLC0415 - approvals -> tools
@@ -235,7 +232,7 @@ class RunFlow:
 
     def result(
         self,
-        tx: StepTransaction,
+        tx: StepWriter,
         call: ToolCall,
         output: dict[str, Any],
         messages: Sequence[Message],
@@ -247,22 +244,22 @@ class RunFlow:
             self.failed.append(call.name)
         return self.loops.warned(tx, call, output, messages)
 
-    def looped(self) -> str | None:
-        """Right after a call's step is written: the run's status if what it observed made a
-        loop (the same state past the threshold: the run ended, or waits for a person)."""
+    def looped(self) -> Verdict | None:
+        """Right after a call's step is written: the verdict if what it observed made a loop
+        (the same state past the threshold: end the run, or ask a person)."""
         return self.loops.looped()
 
     # --- end ----------------------------------------------------------------------------------
-    def cancel_reason(self) -> tuple[str, str]:
-        """(stop reason, error) of a run that stops because a cancel was requested: a stuck
-        run's cancel says so (flow.stuck), any other is a plain cancel."""
+    def cancel_reason(self) -> tuple[str, str] | None:
+        """(stop reason, error) of a run that stops because stuck detection asked for its
+        cancel (flow.stuck); None for any other cancel (the runtime's plain one)."""
         from flow.stuck import cancel_reason  # noqa: PLC0415 - stuck imports the services
 
         return cancel_reason(self.run.execution)
 
     def _decide(
         self,
-        tx: StepTransaction,
+        tx: StepWriter,
         step_id: uuid.UUID | None,
         *,
         available_options: list[str],

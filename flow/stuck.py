@@ -209,9 +209,9 @@ def _cancel(
     return StuckOutcome.CANCELLED
 
 
-def cancel_reason(execution: Execution) -> tuple[str, str]:
-    """(stop reason, error) for a run whose worker found a cancel request: ``stuck`` when stuck
-    detection asked for it. Precondition: off any open transaction of the run (a query)."""
+def cancel_reason(execution: Execution) -> tuple[str, str] | None:
+    """(stop reason, error) for a run whose worker found a cancel request that stuck detection
+    asked for, else None. Precondition: off any open transaction of the run (a query)."""
     with tenancy.agency_context(execution.agency_id):
         stuck = (
             StuckRun.objects.filter(
@@ -221,7 +221,7 @@ def cancel_reason(execution: Execution) -> tuple[str, str]:
             .first()
         )
     if stuck is None:
-        return StopReason.CANCELLED, "Cancelled on request."
+        return None
     return StopReason.STUCK, _reason(stuck[0], stuck[1])
 
 

@@ -68,7 +68,6 @@ from approvals.models import CorrectionChoice, QuestionKind
 from core import database, tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
-from flow.runtime import RunFlow
 from memory.learning import investigations
 from ops import metrics, tracing
 from teams import runtime as teams
@@ -259,7 +258,6 @@ class _Run:
         self.meter = metrics.RunMeter(
             agent=agent, provider=self.snapshot["llm_provider"], model=self.snapshot["llm_model"]
         )
-        self.flow = RunFlow(self)  # decision points and loop detection (flow/runtime.py)
         self.share = teams.budget_share(self.snapshot)  # a delegated run's (teams/runtime.py)
         # The features plugged into the run (agents/runtime/plugins.py), for this delivery.
         self.hooks = run_plugins().for_run(RunView(self))
@@ -337,8 +335,6 @@ class _Run:
             messages.append(reply)
             if ended is not None:
                 return ended
-            if (looped := self.flow.check_reply(completion.tool_calls, messages)) is not None:
-                return looped
             for checked in self.hooks.reply_checked:
                 if (verdict := checked(completion.tool_calls, messages)) is not None:
                     return self._apply(verdict)
@@ -680,7 +676,7 @@ class _Run:
         write = store.step_transaction if final or budgeted else store.direct_step
         with write(self.execution, self.worker) as tx:
             now = timezone.now()
-            self.flow.replied(tx, completion, step_id=(step_id := uuid.uuid4()))
+            step_id = uuid.uuid4()
             for persisted in self.hooks.reply_persisted:
                 persisted(tx, completion, step_id=step_id)
             tx.add_step(
@@ -784,7 +780,6 @@ class _Run:
                     with tracing.tool_call(name=call.name, call_id=call.id) as span:
                         outcome = execute_tool_call(request, step_id=step_id)
                         tracing.tool_settled(span, status=outcome.status, output=outcome.output)
-                    self.flow.tool_settled(tx, call, outcome, step_id=step_id, resumed=resumed)
                     verdict = self._tool_settled(tx, call, outcome, step_id, resumed)
                     if verdict is not None:  # its step is not written: it runs on resume
                         status = apply_in_step(tx, verdict)
@@ -812,7 +807,6 @@ class _Run:
                         parked = teams.park(tx, call.name, outcome.awaiting)
                         break
                     output, park_until = outcome.output, outcome.park_until
-                    output = self.flow.result(tx, call, output, messages)  # with a loop warning
                     output = investigations.tool_result(self, tx, call, output)  # memory.learning
                     for shown in self.hooks.tool_result:
                         output = shown(tx, call, output, messages)
@@ -849,8 +843,6 @@ class _Run:
                 return self._parked(ExecutionStatus.WAITING_INPUT)
             if failed and self._ask_for_help(call.name):
                 return self._parked(ExecutionStatus.WAITING_INPUT)
-            if (looped := self.flow.looped()) is not None:  # the same state again (flow/loops.py)
-                return looped
             for after in self.hooks.after_tool_step:
                 if (verdict := after(call, failed=failed)) is not None:
                     return self._apply(verdict)
@@ -1014,7 +1006,8 @@ class _Run:
         return self._end(status, stop_reason, error=error)
 
     def _end_cancelled(self) -> str:
-        stop_reason, error = self.flow.cancel_reason()  # "stuck" when stuck detection asked
+        stop_reason: str = StopReason.CANCELLED
+        error = "Cancelled on request."
         for reason in self.hooks.cancel_reason:
             if (given := reason()) is not None:
                 stop_reason, error = given

@@ -68,8 +68,9 @@ class StepWriter(Protocol):
 @dataclass(frozen=True, slots=True)
 class Park:
     """The run waits (no worker held) until something resumes it. ``write`` runs inside the
-    park's transaction before it is recorded (a question, a detection row) and may return the
-    input request, which then replaces ``input_request``."""
+    park's transaction once the park is set on the execution (its status, ``wait_until``):
+    rows, a question, work sent after the commit; it may return the input request, which
+    then replaces ``input_request``."""
 
     reason: str
     input_request: Mapping[str, Any] | None = None
@@ -80,7 +81,8 @@ class Park:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    """The run ends so; ``write`` adds what ends it to the same transaction."""
+    """The run ends so; ``write`` adds what ends it to the same transaction (before the end
+    is recorded)."""
 
     status: str
     stop_reason: str
@@ -352,15 +354,15 @@ def _load(paths: tuple[str, ...]) -> Plugins:
 def apply_in_step(tx: StepTransaction, verdict: Verdict) -> str:
     """Record ``verdict`` with the step transaction ``tx``; returns the run's status."""
     if isinstance(verdict, Park):
-        request = verdict.write(tx) if verdict.write is not None else None
-        if request is None and verdict.input_request is not None:
-            request = verdict.input_request
+        given = verdict.input_request
         tx.park(
             verdict.status,
             reason=verdict.reason,
             wait_until=verdict.wait_until,
-            input_request=dict(request) if request is not None else None,
+            input_request=dict(given) if given is not None else None,
         )
+        if verdict.write is not None and (request := verdict.write(tx)) is not None:
+            tx.execution.input_request = dict(request)  # (a column the park writes)
         return verdict.status
     if verdict.write is not None:
         verdict.write(tx)

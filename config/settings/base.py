@@ -402,7 +402,12 @@ AGENTDESK_OUTBOX_SENDING_TIMEOUT_SECONDS = env.int(
 # The features plugged into every run (agents/runtime/plugins.py, docs/decisions/0009): dotted
 # paths of RunPlugin subclasses, in order, as MIDDLEWARE; each hook runs in this order and the
 # first verdict (park or finish) returned wins. Loaded once per process.
-AGENTDESK_RUN_PLUGINS = env.list("AGENTDESK_RUN_PLUGINS", default=[])
+AGENTDESK_RUN_PLUGINS = env.list(
+    "AGENTDESK_RUN_PLUGINS",
+    default=[
+        "flow.run_plugin.FlowPlugin",  # decision points, loop detection, a stuck run's cancel
+    ],
+)
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)
 # with each step's write (flow/runtime.py). Off: none are written; loop and stuck detection
 # work either way.
