@@ -1,6 +1,6 @@
-"""The runtime's hooks for delegation (each called from one line of agents/runtime): the
-delegated run's snapshot narrowed by what its parent passed on, its budget share checked before
-each model call, and the delegating run's park."""
+"""Delegation in a run (its runtime hooks: teams/run_plugin.py): the delegated run's snapshot
+narrowed by what its parent passed on, its budget share checked before each model call, and the
+delegating run's park."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime import store
+from agents.runtime.plugins import Park, StepWriter, apply_in_step
 from core import tenancy
 from teams import services
 from tools.handlers import AwaitRun
@@ -127,14 +128,22 @@ def over_share(
 
 
 def park(tx: store.StepTransaction, tool_name: str, awaiting: AwaitRun) -> str:
+    """The delegating run parks with ``tx`` (as the runtime applies :func:`park_verdict`)."""
+    return apply_in_step(tx, park_verdict(tool_name, awaiting))
+
+
+def park_verdict(tool_name: str, awaiting: AwaitRun) -> Park:
     """The delegating run waits for the other run, holding no worker, until its deadline."""
     agent = awaiting.input_request.get("agent", "another")
-    tx.park(
-        ExecutionStatus.WAITING_AGENT,
+
+    def check(tx: StepWriter) -> None:
+        services.schedule_expiry(tx.execution)
+        services.park_check(tx.execution, awaiting.execution_id)  # a child that ended meanwhile
+
+    return Park(
+        status=ExecutionStatus.WAITING_AGENT,
         reason=f"{tool_name}: waiting for the {agent} agent's run",
         wait_until=awaiting.until,
         input_request=awaiting.input_request,
+        write=check,
     )
-    services.schedule_expiry(tx.execution)
-    services.park_check(tx.execution, awaiting.execution_id)  # a child that ended meanwhile
-    return ExecutionStatus.WAITING_AGENT

@@ -70,7 +70,6 @@ from core.events import emitted_by_run, event_emit
 from core.models import ActorType
 from memory.learning import investigations
 from ops import metrics, tracing
-from teams import runtime as teams
 from tools.executor import CallRequest, ToolOutcome, execute_tool_call
 from tools.models import ToolCallStatus
 from usage import services as usage_services
@@ -258,7 +257,6 @@ class _Run:
         self.meter = metrics.RunMeter(
             agent=agent, provider=self.snapshot["llm_provider"], model=self.snapshot["llm_model"]
         )
-        self.share = teams.budget_share(self.snapshot)  # a delegated run's (teams/runtime.py)
         # The features plugged into the run (agents/runtime/plugins.py), for this delivery.
         self.hooks = run_plugins().for_run(RunView(self))
 
@@ -302,13 +300,6 @@ class _Run:
                 if isinstance(granted, provider_limits.Refusal):
                     return self._defer(granted)
                 slot = granted
-            share = teams.over_share(
-                self.share, self.execution, self.snapshot, price, self.window.tokens
-            )
-            if share is not None:  # a delegated run's budget share (teams/runtime.py)
-                return self._end_unless_cancelled(
-                    ExecutionStatus.FAILED, StopReason.BUDGET_EXCEEDED, error=share
-                )
             refused = self._before_model_call(price, self.window.tokens)
             if refused is not None:
                 return self._apply(refused)
@@ -428,22 +419,19 @@ class _Run:
             if isinstance(granted, provider_limits.Refusal):
                 return self._defer(granted)
             slot = granted
-        # (a delegated run's budget share counts summaries too: teams/runtime.py)
-        share = teams.over_share(
-            self.share, self.execution, self.snapshot, price, _input_tokens(request)
-        )
-        refused = None if share else self._before_model_call(price, _input_tokens(request), True)
+        # (the plugins' check counts summaries too: a delegated run's budget share)
+        refused = self._before_model_call(price, _input_tokens(request), summary=True)
         if refused is not None:
             if refused.stop_reason == StopReason.BUDGET_EXCEEDED:
                 metrics.budget_refused("model_call")
             return self._apply(refused)
-        reservation = None if share else self._reserve_budget(price, _input_tokens(request))
+        reservation = self._reserve_budget(price, _input_tokens(request))
         if reservation is None:
             metrics.budget_refused("model_call")
             return self._end_unless_cancelled(
                 ExecutionStatus.FAILED,
                 StopReason.BUDGET_EXCEEDED,
-                error=share or "The agency's daily budget is exhausted.",
+                error="The agency's daily budget is exhausted.",
             )
         started = time.perf_counter()
         try:
@@ -803,9 +791,11 @@ class _Run:
                         )
                         parked = ExecutionStatus.WAITING_INPUT
                         break
-                    if outcome.awaiting is not None:  # delegate_to_agent: its run's result
-                        parked = teams.park(tx, call.name, outcome.awaiting)
-                        break
+                    if outcome.awaiting is not None:  # (delegate_to_agent: teams' plugin parks)
+                        raise RuntimeError(
+                            f"{call.name} waits for another run, and no run plugin parks the run "
+                            "for it (AGENTDESK_RUN_PLUGINS)"
+                        )
                     output, park_until = outcome.output, outcome.park_until
                     output = investigations.tool_result(self, tx, call, output)  # memory.learning
                     for shown in self.hooks.tool_result:

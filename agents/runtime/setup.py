@@ -26,7 +26,6 @@ from memory import conversations
 from memory.learning import patterns as learned
 from memory.models import Episode, Memory
 from memory.search import search_episodes, search_memories
-from teams import runtime as teams
 from tools.executor import ToolPolicy
 from tools.selectors import active_tools, agency_enabled_modules, offered_tools
 
@@ -205,7 +204,7 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
     write with it) the version the agent's row names: read in the same row as the
     configuration, it is the version of exactly that configuration, at no extra query."""
     plugins = run_plugins()
-    tools = teams.narrowed_tools(agent, execution, usable_tools(agent))  # a delegated run's
+    tools = usable_tools(agent)  # (a delegated run's: narrowed by teams' plugin)
     recalled = recall(agent, execution)
     setup = RunSetup(
         agent,
@@ -248,7 +247,6 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
         snapshot["conversation_key"] = setup.conversation_key
     if setup.conversation:
         snapshot["conversation"] = setup.conversation
-    teams.narrow(snapshot, execution)  # a delegated run: no more than its parent's limits
     plugins.snapshot(setup, snapshot)
     return snapshot
 

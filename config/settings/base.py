@@ -406,6 +406,7 @@ AGENTDESK_RUN_PLUGINS = env.list(
     "AGENTDESK_RUN_PLUGINS",
     default=[
         "flow.run_plugin.FlowPlugin",  # decision points, loop detection, a stuck run's cancel
+        "teams.run_plugin.TeamsPlugin",  # a delegated run's tools, limits and budget share
     ],
 )
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)
