@@ -68,7 +68,6 @@ from approvals.models import CorrectionChoice, QuestionKind
 from core import database, tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
-from memory.learning import investigations
 from ops import metrics, tracing
 from tools.executor import CallRequest, ToolOutcome, execute_tool_call
 from tools.models import ToolCallStatus
@@ -797,7 +796,6 @@ class _Run:
                             "for it (AGENTDESK_RUN_PLUGINS)"
                         )
                     output, park_until = outcome.output, outcome.park_until
-                    output = investigations.tool_result(self, tx, call, output)  # memory.learning
                     for shown in self.hooks.tool_result:
                         output = shown(tx, call, output, messages)
                     failed = outcome.status == ToolCallStatus.FAILED and not outcome.replayed

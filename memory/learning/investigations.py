@@ -3,8 +3,8 @@
 agent with ``investigation_max_steps`` > 0 is told to investigate before answering, and granted
 that many model calls beyond ``max_steps_per_run`` (at most :data:`MAX_GRANTED`, once per run).
 
-The runtime calls :func:`tool_result` with each tool result (agents/runtime/loop.py, one line);
-the grant is written with the step (the run's snapshot's ``max_steps_per_run``, so a resumed run
+Memory's run plugin looks at each tool result (memory/run_plugin.py, ``tool_result``); the
+grant is written with the step (the run's snapshot's ``max_steps_per_run``, so a resumed run
 keeps it) together with an :class:`Investigation` row. After the run, ``memory.after_run``
 closes it (:func:`investigations_finish`): the steps used, the model's text in them (its
 findings) and the outcome.
@@ -16,7 +16,6 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents.llm import ToolCall
 from agents.models import Execution, ExecutionStatus, ExecutionStep, StepType
 from memory.learning.models import Investigation, InvestigationOutcome
 
@@ -26,7 +25,6 @@ NOT_FOUND_CODES = frozenset({"not_found", "no_results", "does_not_exist", "empty
 NOTE_KEY = "investigate"
 FINDINGS_CHARS = 4000
 RESULT_CHARS = 2000
-_FLAG = "_learning_investigated"  # on the runtime's run object: granted already (or not)
 
 
 def looks_wrong(output: Any) -> str | None:
@@ -59,41 +57,7 @@ def note(trigger: str, granted: int) -> str:
     )
 
 
-def tool_result(run: Any, tx: Any, call: ToolCall, output: dict[str, Any]) -> dict[str, Any]:
-    """The tool's result as the model sees it: with a note to investigate, and the extra steps
-    granted, the first time in a run that a result looks wrong (agent setting
-    ``investigation_max_steps``). Nothing to do, and no query, for an agent without the setting
-    or a result that looks right. Precondition: the step's transaction (``tx``)."""
-    limit = min(int(getattr(run.agent, "investigation_max_steps", 0) or 0), MAX_GRANTED)
-    if limit <= 0:
-        return output
-    trigger = looks_wrong(output)
-    if trigger is None:
-        return output
-    execution: Execution = run.execution
-    granted_before = getattr(run, _FLAG, None)
-    if granted_before is None:  # (a resumed run: asked once)
-        granted_before = Investigation.objects.filter(execution_id=execution.pk).exists()
-    if granted_before:
-        return output
-    setattr(run, _FLAG, True)
-    Investigation.objects.create(
-        agency_id=execution.agency_id,
-        execution_id=execution.pk,
-        agent_id=execution.agent_id,
-        tool_name=call.name[:200],
-        tool_call_id=call.id[:200],
-        trigger=trigger,
-        tool_result=_clipped(output),
-        started_at_step=execution.current_step,
-        steps_granted=limit,
-    )
-    run.snapshot["max_steps_per_run"] = int(run.snapshot["max_steps_per_run"]) + limit
-    tx.changed.add("config_snapshot")
-    return {**output, NOTE_KEY: note(trigger, limit)}
-
-
-def _clipped(output: dict[str, Any]) -> dict[str, Any]:
+def clipped(output: dict[str, Any]) -> dict[str, Any]:
     import json  # noqa: PLC0415 - only for an investigation
 
     text = json.dumps(output, default=str)
