@@ -63,8 +63,6 @@ from agents.services.executions import (
     execution_cancel,
     schedule_wake,
 )
-from approvals import questions
-from approvals.models import CorrectionChoice, QuestionKind
 from core import database, tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
@@ -724,7 +722,7 @@ class _Run:
         return self.execution.status if final else None
 
     # --- act ----------------------------------------------------------------------------------
-    def _act(  # noqa: PLR0911, PLR0912, PLR0915 - a branch per way a call settles (runs, waits, parks)
+    def _act(  # noqa: PLR0912, PLR0915 - a branch per way a call settles (runs, waits, parks)
         self,
         calls: list[ToolCall],
         messages: list[Message],
@@ -782,18 +780,11 @@ class _Run:
                         )
                         parked = ExecutionStatus.WAITING_APPROVAL
                         break  # leaves the with block (it commits) and the loop
-                    if outcome.question is not None:  # ask_user: the answer is its result
-                        tx.park(
-                            ExecutionStatus.WAITING_INPUT,
-                            reason=f"{call.name}: waiting for a person's answer",
-                            input_request=questions.input_request_for(outcome.question),
-                        )
-                        parked = ExecutionStatus.WAITING_INPUT
-                        break
-                    if outcome.awaiting is not None:  # (delegate_to_agent: teams' plugin parks)
+                    if outcome.question is not None or outcome.awaiting is not None:
+                        # (ask_user, delegate_to_agent: approvals' and teams' plugins park)
                         raise RuntimeError(
-                            f"{call.name} waits for another run, and no run plugin parks the run "
-                            "for it (AGENTDESK_RUN_PLUGINS)"
+                            f"{call.name} waits for a person or another run, and no run plugin "
+                            "parks the run for it (AGENTDESK_RUN_PLUGINS)"
                         )
                     output, park_until = outcome.output, outcome.park_until
                     for shown in self.hooks.tool_result:
@@ -828,8 +819,6 @@ class _Run:
             self.meter.act_step(time.perf_counter() - started)
             messages.append(tool_result_message(call.id, output))
             if park_until is not None:
-                return self._parked(ExecutionStatus.WAITING_INPUT)
-            if failed and self._ask_for_help(call.name):
                 return self._parked(ExecutionStatus.WAITING_INPUT)
             for after in self.hooks.after_tool_step:
                 if (verdict := after(call, failed=failed)) is not None:
@@ -873,39 +862,6 @@ class _Run:
         with store.step_transaction(self.execution, self.worker) as tx:
             status = apply_in_step(tx, verdict)
         return self._parked(status) if isinstance(verdict, Park) else status
-
-    def _ask_for_help(self, tool_name: str) -> bool:
-        """Self-correction (seed 000: "max 3 attempts then human"): once the same tool has
-        failed ``max_corrections`` times in this run (since a person last gave a hint about it),
-        the run waits for a person — retry with a hint, or stop — instead of trying on. Only
-        after a failure, so a run whose calls succeed makes no query for it."""
-        limit = self.agent.max_corrections
-        if not limit:
-            return False
-        self._settle()
-        with tenancy.agency_context(self.execution.agency_id):
-            failures = questions.failures_since_last_help(self.execution.id, tool_name)
-        if len(failures) < limit:
-            return False
-        with store.step_transaction(self.execution, self.worker) as tx:
-            question = questions.question_create(
-                execution_id=self.execution.id,
-                agency_id=self.execution.agency_id,
-                site_id=self.execution.site_id,
-                agent_id=self.execution.agent_id,
-                kind=QuestionKind.CORRECTION,
-                question=questions.correction_question(tool_name, failures),
-                options=[c.value for c in CorrectionChoice],
-                question_type="correction",
-                triggered_by=f"{tool_name} failed {len(failures)} times",
-                context=questions.correction_context(tool_name, failures),
-            )
-            tx.park(
-                ExecutionStatus.WAITING_INPUT,
-                reason=f"{tool_name} failed {len(failures)} times: asking a person",
-                input_request=questions.input_request_for(question),
-            )
-        return True
 
     def _request(
         self, call: ToolCall, resumed: bool, *, insert: Callable[[Any], None]

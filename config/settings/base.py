@@ -408,6 +408,7 @@ AGENTDESK_RUN_PLUGINS = env.list(
         "flow.run_plugin.FlowPlugin",  # decision points, loop detection, a stuck run's cancel
         "teams.run_plugin.TeamsPlugin",  # a delegated run's tools, limits and budget share
         "memory.run_plugin.MemoryPlugin",  # recall, learned patterns, investigations
+        "approvals.run_plugin.ApprovalsPlugin",  # ask_user's wait, self-correction questions
     ],
 )
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)
