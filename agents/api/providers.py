@@ -22,7 +22,7 @@ from agents.services.providers import (
     llm_provider_update,
 )
 from core.api.base import TenantViewSet
-from core.api.fields import AgencyRelatedField, StrictSerializerMixin
+from core.api.fields import AgencyRelatedField, StrictSerializerMixin, UrlField
 from core.api.permissions import ADMIN_ROLES
 from core.models import Site
 
@@ -81,7 +81,7 @@ class LLMProviderWriteSerializer(StrictSerializerMixin, serializers.ModelSeriali
     clear_api_key = serializers.BooleanField(
         write_only=True, required=False, default=False, help_text="Remove the stored key."
     )
-    api_endpoint = serializers.URLField(
+    api_endpoint = UrlField(
         max_length=500,
         required=False,
         allow_blank=True,

@@ -32,6 +32,7 @@ from agents.triggers import (
     event_type_error,
     validate_conditions,
 )
+from core.api.exceptions import RULE
 from core.api.fields import (
     AgencyRelatedField,
     JSONListField,
@@ -230,7 +231,7 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
             try:
                 parse_cron(value)
             except InvalidCron as exc:
-                raise serializers.ValidationError(str(exc)) from None
+                raise serializers.ValidationError(str(exc), code=RULE) from None
         return value
 
     def validate_trigger_events(self, value: list[str]) -> list[str]:
@@ -243,7 +244,7 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
         try:
             validate_conditions(value)
         except InvalidConditions as exc:
-            raise serializers.ValidationError(exc.messages) from None
+            raise serializers.ValidationError(exc.messages, code=RULE) from None
         return value
 
 

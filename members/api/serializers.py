@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from core.api.fields import StrictSerializer
+from core.api.fields import StrictSerializer, documented
 from core.models import Membership, Role
 from members.models import Invitation, InvitationStatus
 
@@ -45,10 +45,18 @@ class InvitationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+# Django's usernames: letters, digits and @.+-_ (UnicodeUsernameValidator); empty: none chosen.
+UsernameField = documented(
+    serializers.CharField,
+    {"type": "string", "maxLength": 150, "pattern": r"^[\w.@+-]*$"},
+    "UsernameField",
+)
+
+
 class InvitationCreateSerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254, help_text="Where the one-time link is sent.")
     role = serializers.ChoiceField(choices=Role.choices, default=Role.STAFF)
-    username = serializers.CharField(
+    username = UsernameField(
         max_length=150,
         required=False,
         allow_blank=True,

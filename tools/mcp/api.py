@@ -21,7 +21,7 @@ from rest_framework.response import Response
 
 from core.api.base import TenantViewSet
 from core.api.exceptions import error_body
-from core.api.fields import ErrorSerializer, StrictSerializerMixin, documented
+from core.api.fields import ErrorSerializer, StrictSerializerMixin, UrlField, documented
 from tools.mcp.models import MAX_TIMEOUT_SECONDS, SLUG_MAX_LENGTH, SLUG_REGEX, McpServer
 from tools.mcp.services import (
     HEADERS_SCHEMA,
@@ -61,7 +61,7 @@ class McpServerWriteSerializer(StrictSerializerMixin, serializers.ModelSerialize
                                    "underscores between them, starting with a letter.")],
         help_text="The prefix of its tools' names (mcp_[slug]__[tool]); unique on the platform.",
     )  # fmt: skip
-    url = serializers.URLField(max_length=500)
+    url = UrlField(max_length=500)
     headers = HeadersField(
         child=serializers.CharField(max_length=4000, trim_whitespace=False, allow_blank=True),
         required=False,

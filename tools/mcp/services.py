@@ -99,7 +99,8 @@ def clean_headers(headers: object) -> dict[str, str]:
             continue
         cleaned[name] = value
     if errors:
-        raise _invalid({"headers": errors})
+        # Names are what OpenAPI 3.0 cannot constrain (HEADERS_SCHEMA's propertyNames is 3.1).
+        raise _invalid({"headers": errors}, status=422)
     return cleaned
 
 
