@@ -2,7 +2,7 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 # A web request waits at most this long for a pooled connection (a worker, 30 s): when the
@@ -15,13 +15,16 @@ os.environ.setdefault("DATABASE_POOL_CHECK", "true")
 os.environ.setdefault("DATABASE_POOL_RECONNECT_TIMEOUT", "4")
 
 # Django must be set up before anything imports models (consumers do).
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
+
+from core.asgi import ASGIHandler, IsolatedContext  # noqa: E402 - after setup (Django's handler)
+
+django_asgi_app = ASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
-from core.asgi import IsolatedContext  # noqa: E402
 from live.security import SameSiteOriginValidator  # noqa: E402
 from webhooks.asgi import WebhookBodyLimit  # noqa: E402
 

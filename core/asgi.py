@@ -25,6 +25,11 @@ import asyncio
 import contextvars
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+
 Scope = dict[str, Any]
 
 
@@ -43,3 +48,30 @@ class IsolatedContext:
             self.app(scope, receive, send), context=contextvars.Context()
         )
         await task
+
+
+class ASGIHandler(DjangoASGIHandler):
+    """Django's ASGI handler, except that a request whose client leaves ends its own work before
+    Django's ``request_finished`` closes the request's database connections.
+
+    On a disconnect, Django cancels the coroutine that awaits the response and sends
+    ``request_finished`` at once, whose ``close_old_connections`` runs on the request's thread.
+    The request's sync code is still running there: a sync middleware (``TenantMiddleware``, in
+    the transaction it opened) waits in ``async_to_sync`` for the async middlewares inside it,
+    and asgiref runs other thread-sensitive calls on a thread that waits so. The connection went
+    back to the pool inside that transaction, and the view's next query answered 500 ("Cannot
+    open a new connection in an atomic block"); under load, abandoned pages did so by the dozen
+    (issue 25). Here the response is awaited to its end, then thrown away, and the cancellation
+    goes on as Django expects."""
+
+    async def run_get_response(self, request: HttpRequest) -> HttpResponseBase:
+        work = asyncio.ensure_future(super().run_get_response(request))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # The client left (or the server stops): wait for the request's own work, whatever
+            # it ends with, and only then let the cancellation reach Django.
+            await asyncio.wait([work])
+            if not work.cancelled() and work.exception() is None:
+                await sync_to_async(work.result().close)()  # its files and its own signal
+            raise
