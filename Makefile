@@ -42,6 +42,7 @@ test: $(STAMP)
 	if [ -n "$$CI" ]; then $(PY) manage.py embedded stop; $(STOP_SERIAL_SERVERS); fi; exit $$status
 
 lint: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
