@@ -113,7 +113,10 @@ def llm_provider_update(
     """Change fields; ``api_key`` (non-blank) replaces the stored key, ``clear_api_key``
     removes it, neither keeps it."""
     if api_key.strip() and clear_api_key:
-        raise _invalid({"clear_api_key": ["Either enter a new key or remove the stored one."]})
+        raise _invalid(
+            {"clear_api_key": ["Either enter a new key or remove the stored one."]},
+            status=422,  # each is valid alone: a rule the schema cannot state
+        )
     _check(fields)
     moved = any(
         name in fields and fields[name] != getattr(provider, name) for name in KEY_BOUND_FIELDS
