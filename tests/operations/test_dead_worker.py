@@ -35,6 +35,7 @@ from agents.llm.fake_server.script import Reply, by_turn, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StateTransition, TransitionType
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
+from config.celery_app import app as celery_app
 from core import tenancy
 from crm.models import Contact, Note
 from ops.models import WorkerHeartbeat
@@ -49,6 +50,17 @@ logger = logging.getLogger(__name__)
 WAVE = 4  # runs per wave: one wave dies after its note, the other before
 BEAT_SECONDS = 2.0  # how often the test calls the reaper, as beat would
 LEASE = "300"  # the default lease: the heartbeat, not the lease, must be what hands runs on
+
+
+@pytest.fixture
+def rescue_queue(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A default queue of the test's own, which only its rescuer takes: the reaper sends what
+    it delivers again to the default queue, and the suite's long-lived worker (``celery_worker``,
+    a 3 s lease) takes the suite's default queue. Sharing it, that worker claimed a handed-on
+    run, lost its lease during a 4 s model call, and the run bounced until it gave up."""
+    queue = f"rescue-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setitem(celery_app.conf, "task_default_queue", queue)
+    return queue
 
 
 def _agent(make_agent: Callable[..., Agent], server: FakeProviderServer) -> tuple[Agent, Contact]:
@@ -92,13 +104,15 @@ def _reload(runs: list[Execution]) -> list[Execution]:
 
 
 def test_a_killed_workers_runs_go_on_elsewhere_once_its_heartbeat_stops(
-    make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer
+    make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer, rescue_queue: str
 ) -> None:
     agent, contact = _agent(make_agent, fake_llm_server)
     # The runs start on a queue only the doomed worker takes; what the reaper sends again goes
-    # to the default queue, which the rescuer, already running (and beating), takes.
+    # to the default queue (the test's own), which the rescuer, already running (and beating),
+    # takes.
     doomed_queue = f"doomed-{uuid.uuid4().hex[:8]}"
-    rescuer = Worker(concurrency=2 * WAVE, AGENTDESK_LEASE_SECONDS=LEASE).start()
+    rescuer = Worker(queue=rescue_queue, concurrency=2 * WAVE, AGENTDESK_LEASE_SECONDS=LEASE)
+    rescuer.start()
     doomed = Worker(queue=doomed_queue, concurrency=2 * WAVE, AGENTDESK_LEASE_SECONDS=LEASE).start()
     try:
         after_note = _start(agent, WAVE, queue=doomed_queue)
@@ -185,12 +199,13 @@ def _rows_locked(runs: list[Execution]) -> Iterator[None]:
 
 
 def test_a_killed_workers_received_but_unclaimed_runs_go_on_elsewhere_within_seconds(
-    make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer
+    make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer, rescue_queue: str
 ) -> None:
     agent = make_agent(timeout_seconds=600)
     fake_llm_server.set_responder(by_turn(Reply(text="Done.")), key=agent.llm_model)
     doomed_queue = f"doomed-{uuid.uuid4().hex[:8]}"
-    rescuer = Worker(concurrency=WAVE, AGENTDESK_LEASE_SECONDS=LEASE).start()
+    rescuer = Worker(queue=rescue_queue, concurrency=WAVE, AGENTDESK_LEASE_SECONDS=LEASE)
+    rescuer.start()
     doomed = Worker(queue=doomed_queue, concurrency=WAVE, AGENTDESK_LEASE_SECONDS=LEASE)
     try:
         runs = _start(agent, WAVE, queue=doomed_queue)  # queued: no worker takes that queue yet
