@@ -76,11 +76,16 @@ def _create_test_database() -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked serial stop or kill the PostgreSQL or Redis that every test uses: on one of
+    """Tests marked slow first (in their order), the rest after: on pytest-xdist workers the
+    long ones start at once and the short ones fill the gaps, instead of one long test starting
+    last and running alone at the end (the longest-first rule of scheduling).
+
+    Tests marked serial stop or kill the PostgreSQL or Redis that every test uses: on one of
     several pytest-xdist workers they are skipped, not run beside the other workers' tests
     (`make test` runs them in a process of their own, on servers of their own: tests/run.py)."""
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
         return
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
     skip = pytest.mark.skip(reason="serial: run it on its own (pytest -m serial)")
     for item in items:
         if item.get_closest_marker("serial"):

@@ -44,7 +44,9 @@ def main(argv: list[str]) -> int:
             stderr=subprocess.STDOUT,
         )
         parallel = subprocess.Popen(
-            [*command, "-n", str(workers), "-m", "not serial", *args], cwd=ROOT
+            # The slowest tests' durations in every report: what the suite's time goes to.
+            [*command, "-n", str(workers), "-m", "not serial", "--durations=25", *args],
+            cwd=ROOT,
         ).wait()
         serial_status = serial.wait()
         log.seek(0)
