@@ -59,6 +59,16 @@ class AutoSchema(openapi.AutoSchema):
         schema: dict[str, Any] = super()._map_serializer_field(field, direction, bypass_extensions)
         if isinstance(field, serializers.DecimalField) and schema.get("format") == "decimal":
             schema["pattern"] = decimal_pattern(field)
+        elif (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and field.trim_whitespace
+            and not field.allow_blank
+            and schema.get("type") == "string"
+            and not {"pattern", "format", "enum"} & schema.keys()
+        ):
+            # The server strips the text first: blank after that (" ") is refused, as "" is.
+            schema["pattern"] = NOT_BLANK
         return schema
 
     def _map_basic_serializer(self, serializer: Any, direction: Any) -> dict[str, Any]:
@@ -85,6 +95,8 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
 # body's parser and, for the URL, core.middleware). The schema says so wherever a request has
 # free text: strings without a pattern, format or choices, and free-form JSON (JSON_VALUE).
 NO_NUL = r"^[^\x00]*$"
+# Free text a field takes only with something in it besides whitespace (and no NUL).
+NOT_BLANK = r"^[^\x00]*[^\x00\s][^\x00]*$"
 JSON_VALUE = "JSONValue"
 
 

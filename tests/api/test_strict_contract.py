@@ -114,6 +114,25 @@ def test_patch_with_nothing_changes_nothing(tenant_a: Tenant, as_role: Any) -> N
     assert response.json()["role"] == Role.STAFF
 
 
+@pytest.mark.parametrize("value", [" ", "\t\n", "\u00a0"])
+def test_text_that_is_blank_once_stripped_is_refused_and_the_schema_says_so(
+    tenant_a: Tenant, as_role: Any, value: str
+) -> None:
+    """Found by a longer schemathesis hunt: a capability " " met the schema (minLength 1) and
+    the server refused it (stripped, it is blank)."""
+    response = as_role(Role.ADMIN).post(
+        "/api/v1/risk-rules/", {**RULE, "name": value}, format="json"
+    )
+    assert "name" in fields_of(response)
+    components = _schema()["components"]["schemas"]
+    capability = components["AgentWriteRequest"]["properties"]["capabilities"]["items"]
+    name = components["RiskRuleWriteRequest"]["properties"]["name"]
+    for pattern in (capability["pattern"], name["pattern"]):
+        assert not re.fullmatch(pattern, value)
+        assert re.fullmatch(pattern, " a ")
+        assert not re.fullmatch(pattern, "a\x00")
+
+
 def test_the_schema_states_what_the_server_checks(db: None) -> None:
     schema = _schema()
     components = schema["components"]["schemas"]

@@ -141,6 +141,9 @@ def _validate(fields: dict[str, Any]) -> None:
             "Lower-case letters and digits, single underscores between them, starting with a "
             "letter, at most 24 characters (e.g. 'weather')."
         ]
+    # What a URL the schema's ``format: uri`` takes may still break (scheme, credentials, plain
+    # http): rules the schema cannot state, 422, unless a field is wrong as the schema says.
+    rules: dict[str, list[str]] = {}
     url = fields.get("url")
     if url is not None:
         problems = (
@@ -149,12 +152,14 @@ def _validate(fields: dict[str, Any]) -> None:
             else ["An http(s) URL of the server's streamable HTTP endpoint."]
         )
         if problems:
-            errors["url"] = problems
+            rules["url"] = problems
     timeout = fields.get("timeout_seconds")
     if timeout is not None and not 1 <= timeout <= MAX_TIMEOUT_SECONDS:
         errors["timeout_seconds"] = [f"From 1 to {MAX_TIMEOUT_SECONDS} seconds."]
     if errors:
-        raise _invalid(errors)
+        raise _invalid({**errors, **rules})
+    if rules:
+        raise _invalid(rules, status=422)
 
 
 def _save(server: McpServer) -> McpServer:

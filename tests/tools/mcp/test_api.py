@@ -105,8 +105,9 @@ def test_bad_input_is_refused_on_its_field_and_writes_nothing(
     tenant: Tenant, body: dict[str, object], field: str
 ) -> None:
     response = _client(tenant).post(URL, body, format="json")
-    # Headers are checked by the service, past what OpenAPI 3.0 states of an object's keys: 422.
-    assert field in fields_of(response, 422 if field == "headers" else 400)
+    # Headers are checked by the service, past what OpenAPI 3.0 states of an object's keys, and
+    # a URL past what its ``format: uri`` states (scheme, credentials, plain http): 422.
+    assert field in fields_of(response, 422 if field in {"headers", "url"} else 400)
     assert count(McpServer, agency=tenant.agency) == 0
 
 
@@ -158,7 +159,7 @@ def test_refresh_discovers_the_tools_and_a_refused_address_is_a_502(
 def test_plain_http_is_for_allow_listed_addresses_only(tenant: Tenant) -> None:
     client = _client(tenant)
     refused = client.post(URL, _body(url="http://127.0.0.1:8000/mcp"), format="json")
-    assert "https" in fields_of(refused)["url"][0]
+    assert "https" in fields_of(refused, 422)["url"][0]
 
     McpAllowedAddress.objects.create(network="127.0.0.1", port=8000)
     allowed = client.post(URL, _body(url="http://127.0.0.1:8000/mcp"), format="json")
