@@ -174,6 +174,38 @@ def session_logged_out(sender: Any, request: Any, user: Any, **kwargs: Any) -> N
         )
 
 
+# What a saved login or agency may have changed that a socket's credential depends on.
+_LOGIN_FIELDS = frozenset({"is_active", "password"})
+_AGENCY_FIELDS = frozenset({"is_active"})
+
+
+def _may_have_changed(fields: frozenset[str], update_fields: Any, created: bool) -> bool:
+    return not created and (update_fields is None or bool(fields & set(update_fields)))
+
+
+def login_saved(
+    sender: Any, instance: User, created: bool, update_fields: Any, **kwargs: Any
+) -> None:
+    """``post_save`` of a login: its sockets read their credential again once the save commits
+    (a login deactivated ends them; a password changed ends the sessions it logged out, not
+    the one that changed it). A login's own ``last_login`` write tells nobody."""
+    if _may_have_changed(_LOGIN_FIELDS, update_fields, created):
+        realtime.credential_recheck_on_commit(
+            [realtime.login_group(instance.pk)], reason="login changed"
+        )
+
+
+def agency_saved(
+    sender: Any, instance: Agency, created: bool, update_fields: Any, **kwargs: Any
+) -> None:
+    """``post_save`` of an agency: every socket watching it (keys and sessions alike) reads its
+    credential again once the save commits (a deactivated agency ends them)."""
+    if _may_have_changed(_AGENCY_FIELDS, update_fields, created):
+        realtime.credential_recheck_on_commit(
+            [realtime.agency_credentials_group(instance.pk)], reason="agency changed"
+        )
+
+
 def agency_if_exists(agency_id: uuid.UUID) -> uuid.UUID | None:
     """For a superuser naming the agency to watch."""
     with tenancy.platform_context():

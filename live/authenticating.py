@@ -108,6 +108,10 @@ class AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=protocol.CLOSE_UNAUTHENTICATED)
             return
         self.principal = principal
+        if principal.agency_id is not None:
+            group = realtime.agency_credentials_group(principal.agency_id)
+            self._credential_groups.append(group)
+            await self.channel_layer.group_add(group, self.channel_name)
         self._watch = asyncio.create_task(self._watch_credential(credential, principal))
         try:
             await self.start(principal)
@@ -121,6 +125,25 @@ class AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
         """``credential.changed`` on a credential group: the change has committed."""
         change = str(message.get("change", ""))
         await self._end(_CLOSE_CODES.get(change, protocol.CLOSE_RECONNECT), message.get("reason"))
+
+    async def credential_recheck(self, message: dict[str, Any]) -> None:
+        """``credential.recheck``: what the credential depends on changed (committed): it is
+        read again now, not at the next period."""
+        if self._credential is not None and self.principal is not None:
+            await self._recheck(self._credential, self.principal)
+
+    async def _recheck(self, credential: auth.Credential, principal: Principal) -> bool:
+        """Read the credential again; True if that ended the socket."""
+        try:
+            verdict = await database_sync_to_async(auth.recheck)(credential, principal)
+        except Exception:  # a database outage: the next check tells
+            logger.warning("live socket: its credential could not be checked again")
+            return False
+        if verdict is None:
+            return False
+        change, reason = verdict
+        await self._end(_CLOSE_CODES[change], reason)
+        return True
 
     async def _end(self, code: int, reason: Any) -> None:
         if self._ended:
@@ -142,14 +165,7 @@ class AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
             if expires_at is not None and expires_at <= timezone.now():
                 await self._end(protocol.CLOSE_UNAUTHENTICATED, "API key expired")
                 return
-            try:
-                verdict = await database_sync_to_async(auth.recheck)(credential, principal)
-            except Exception:  # a database outage: the next check tells
-                logger.warning("live socket: its credential could not be checked again")
-                continue
-            if verdict is not None:
-                change, reason = verdict
-                await self._end(_CLOSE_CODES[change], reason)
+            if await self._recheck(credential, principal):
                 return
 
     # Once closed for its credential, a socket sends nothing more (an event that a task had

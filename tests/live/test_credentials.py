@@ -215,3 +215,69 @@ def test_logging_out_closes_that_sessions_sockets_and_no_other(
             "logged out",
         )
         assert _still_open(other_browser)  # the same login in another browser watches on
+
+
+def _save_login(user: Any, **changes: Any) -> Callable[[], None]:
+    def save() -> None:
+        for name, value in changes.items():
+            if name == "password":
+                user.set_password(value)
+            else:
+                setattr(user, name, value)
+        user.save()  # as the admin's form or the shell does: every field
+
+    return save
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "change", [{"is_active": False}, {"password": "a new one, set elsewhere"}], ids=str
+)
+def test_deactivating_a_login_or_changing_its_password_closes_its_sessions_sockets(
+    asgi_server: AsgiServer, live_db: None, kind: str, change: dict[str, Any]
+) -> None:
+    """No message named these (the socket read them at its next 60 s re-read): a saved login
+    tells its sockets to read their credential again at once."""
+    member = MembershipFactory.create(role=Role.STAFF)
+    with _watch(asgi_server, kind, member.agency, cookie=session_cookie(member.user)) as socket:
+        received = _closed_after(socket, _save_login(member.user, **change), str(change))
+    assert (received.close_code, received.close_reason) == (
+        protocol.CLOSE_UNAUTHENTICATED,
+        "session ended",
+    )
+
+
+def test_saving_a_login_without_changing_what_it_may_do_keeps_its_sockets(
+    asgi_server: AsgiServer, live_db: None
+) -> None:
+    member = MembershipFactory.create(role=Role.STAFF)
+    with _watch(asgi_server, "agency", member.agency, cookie=session_cookie(member.user)) as socket:
+        _save_login(member.user, first_name="Renamed")()
+        member.user.save(update_fields=["last_login"])
+        assert _still_open(socket)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_deactivating_an_agency_closes_every_socket_watching_it(
+    asgi_server: AsgiServer, live_db: None, kind: str
+) -> None:
+    member = MembershipFactory.create(role=Role.STAFF)
+    agency = member.agency
+    _key_row, full_key = _key(agency)
+
+    def deactivate() -> None:
+        with tenancy.platform_context():
+            agency.is_active = False
+            agency.save()
+
+    with (
+        _watch(asgi_server, kind, agency, api_key=full_key) as by_key,
+        _watch(asgi_server, kind, agency, cookie=session_cookie(member.user)) as by_session,
+    ):
+        received = _closed_after(by_key, deactivate, "agency deactivated")
+        assert (received.close_code, received.close_reason) == (
+            protocol.CLOSE_UNAUTHENTICATED,
+            "the key's agency is not active",
+        )
+        by_member = read_until(by_session, timeout=DEADLINE)
+    assert by_member.close_code is not None, "the member's socket stayed open"
