@@ -11,16 +11,21 @@ from __future__ import annotations
 import logging
 from typing import Any, cast
 
+from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import REASON_NO_CSRF_COOKIE
 from django.template import loader
+from django.views import csrf
 
 logger = logging.getLogger(__name__)
 
-# status: (template, page title)
-PAGES = {
+# status (or another page's name): (template, page title)
+PAGES: dict[int | str, tuple[str, str]] = {
     400: ("400.html", "Bad request"),
     403: ("403.html", "Not allowed"),
+    # Not 403_csrf.html: Django's own CSRF page (with DEBUG) would render that one.
+    "csrf": ("errors/csrf.html", "Form expired"),
     404: ("404.html", "Page not found"),
     500: ("500.html", "Something went wrong"),
 }
@@ -41,8 +46,10 @@ def _theme(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def _page(request: HttpRequest, status: int, **context: Any) -> HttpResponse:
-    template, title = PAGES[status]
+def _page(
+    request: HttpRequest, status: int, *, page: int | str | None = None, **context: Any
+) -> HttpResponse:
+    template, title = PAGES[status if page is None else page]
     try:
         body = loader.get_template(template).render(
             {**_theme(request), "title": title, "status": status, **context}
@@ -67,3 +74,13 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     return _page(request, 500)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """``CSRF_FAILURE_VIEW``: a form sent without a valid CSRF token (opened too long ago, in
+    another session, from another site) is a 403 in the admin's look that says what to do;
+    Django's own page, which explains CSRF to a developer, with ``DJANGO_DEBUG`` only."""
+    if settings.DEBUG:
+        return csrf.csrf_failure(request, reason)
+    # Django has logged it already (django.security.csrf).
+    return _page(request, 403, page="csrf", no_cookie=reason == REASON_NO_CSRF_COOKIE)

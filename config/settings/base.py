@@ -36,6 +36,7 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-insecure-0f3c1e8a-agentdesk-change-me")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "core.error_pages.csrf_failure"  # the admin's look; Django's with DEBUG
 
 INSTALLED_APPS = [
     # core first: its `migrate` command overrides Django's to run as the owner role.
