@@ -17,7 +17,7 @@ from tools.handlers import AwaitRun
 
 if TYPE_CHECKING:
     from agents.runtime.context import ConfigSnapshot
-    from tools.executor import ToolPolicy
+    from tools.policy import ToolPolicy
     from usage.pricing import Price
 
 # How much of an agent's description the delegate tool's description repeats.

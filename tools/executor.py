@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -41,25 +41,11 @@ from ops import metrics
 from tools import access, ratelimit, registry, selectors
 from tools.handlers import AwaitRun, HumanQuestion, ToolContext, ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
+from tools.policy import ToolPolicy
 from tools.validation import describe_argument_errors, validate_arguments
 from usage import services as usage_services
 
 logger = logging.getLogger(__name__)
-
-
-class ToolPolicy(TypedDict):
-    """A tool as the run's config snapshot holds it (decided when the run started)."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    tool_id: NotRequired[str]
-    dangerous: NotRequired[bool]
-    rate_limit_per_minute: NotRequired[int | None]
-    rate_limit_per_hour: NotRequired[int | None]
-    # Checked at every call against the agency's enabled modules. Absent in snapshots taken
-    # before modules were enforced: those runs keep what they started with.
-    requires_modules: NotRequired[list[str]]
 
 
 @dataclass

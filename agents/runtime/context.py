@@ -10,7 +10,7 @@ from typing import Any, NotRequired, TypedDict
 
 from agents.llm import Message, MessageDict, ToolCall, ToolDefinition
 from agents.models import Agent, Execution, ExecutionStep, StepType
-from tools.executor import ToolPolicy
+from tools.policy import ToolPolicy
 
 RESPONSE_GUIDELINES = (
     "## Response Guidelines\n"

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 
     from agents.runtime.context import ConfigSnapshot
     from agents.runtime.store import StepTransaction
-    from tools.executor import ToolOutcome, ToolPolicy
+    from tools.executor import ToolOutcome
+    from tools.policy import ToolPolicy
     from usage.pricing import Price
 
 

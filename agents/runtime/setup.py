@@ -17,7 +17,7 @@ from agents.runtime.plugins import plugins as run_plugins
 from agents.runtime.providers import provider_config_for
 from agents.services.versions import config_fields
 from core.catalogue import CatalogueCache
-from tools.executor import ToolPolicy
+from tools.policy import ToolPolicy
 from tools.selectors import active_tools, agency_enabled_modules, offered_tools
 
 logger = logging.getLogger(__name__)

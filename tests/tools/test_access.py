@@ -29,9 +29,10 @@ from tools.access import (
     missing_modules,
     missing_permissions,
 )
-from tools.executor import CallRequest, ToolPolicy, execute_tool_call
+from tools.executor import CallRequest, execute_tool_call
 from tools.handlers import ToolContext
 from tools.models import ToolCall, ToolCallStatus
+from tools.policy import ToolPolicy
 from tools.selectors import agency_enabled_modules, clear_modules_cache, tool_access_now
 
 # --- the decision (pure) ---------------------------------------------------------------------
