@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ORDER_VAR
 from django.db.models import Case, FloatField, IntegerField, Model, Q, QuerySet, Value, When
 from django.forms import ModelForm
 from django.http import HttpRequest
@@ -146,7 +147,9 @@ class MemoryAdmin(AgencyScopedAdmin):
     def embedded(self, obj: Memory) -> bool:
         return bool(obj.embedding_model)
 
-    @admin.display(description="Score", ordering="search_rank")
+    # Not sortable: a score exists only on a search's results, which are best first (Django
+    # orders the list before it searches, so no column can sort by what the search adds).
+    @admin.display(description="Score")
     def score(self, obj: Memory) -> str:
         value = getattr(obj, "search_score", None)
         return EMPTY if value is None else f"{value:.3f}"
@@ -206,21 +209,9 @@ class MemoryAdmin(AgencyScopedAdmin):
                 output_field=FloatField(),
             ),
         )
+        if ORDER_VAR not in request.GET:  # best first, unless a column header was clicked
+            ranked = ranked.order_by("search_rank", "-pk")
         return ranked, False
-
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> Any:
-        changelist = super().get_changelist(request, **kwargs)
-
-        class RankedChangeList(changelist):  # type: ignore[valid-type,misc]
-            """Results of a search by meaning keep the search's order."""
-
-            def get_ordering(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[Any]:
-                if "search_rank" in queryset.query.annotations:
-                    return ["search_rank", "-pk"]
-                ordering: list[Any] = super().get_ordering(request, queryset)
-                return ordering
-
-        return RankedChangeList
 
     # --- writes through the services --------------------------------------------------------
     def save_model(self, request: HttpRequest, obj: Memory, form: Any, change: bool) -> None:

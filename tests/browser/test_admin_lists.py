@@ -1,0 +1,70 @@
+"""Admin lists as a new user meets them (issue 27): a search by meaning lists the best match
+first. Each page is looked at 1440 and 390 px wide, and none scrolls sideways on the phone."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from core import tenancy
+from core.models import Agency, Role, User
+from memory.models import MemoryType
+from memory.services import memory_store
+from tests.agents.factories import AgentFactory
+from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.factories import AgencyFactory, MembershipFactory
+from tests.processes import AsgiServer
+
+pytestmark = pytest.mark.slow
+
+
+def _member(role: str) -> tuple[Agency, User]:
+    agency = AgencyFactory.create(slug=f"lists-{uuid.uuid4().hex[:8]}")
+    return agency, MembershipFactory.create(agency=agency, role=role).user
+
+
+def _look(page: Page, name: str) -> None:
+    """Screenshots at both widths; the phone's must not scroll sideways."""
+    screenshot(page, f"{name}-desktop")
+    page.set_viewport_size(PHONE)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"{name} scrolls sideways on a phone ({width} px)"
+    screenshot(page, f"{name}-phone")
+    page.set_viewport_size(DESKTOP)
+
+
+def test_a_memory_search_by_meaning_lists_the_best_match_first(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    agency, user = _member(Role.STAFF)
+    agent = AgentFactory.create(agency=agency, name="Front desk")
+    facts = [  # the best match for the question is the oldest
+        "Bob Martin from Globex is allergic to peanuts.",
+        "Acme Corp renews its support contract every March.",
+        "Quotes sent on Fridays are opened less often.",
+        "Alice Moreau prefers to be contacted by e-mail, never by phone.",
+    ]
+    with tenancy.agency_context(agency.id):
+        for fact in facts:
+            memory_store(agent=agent, content=fact, memory_type=MemoryType.FACT)
+    page = logged_in(browser, asgi_server, user).new_page()
+
+    page.goto(
+        f"{asgi_server.url}/admin/memory/memory/?agent__id__exact={agent.id}"
+        "&q=Which+food+can%27t+Bob+eat%3F"
+    )
+    rows = page.locator("#result_list tbody tr")
+    expect(rows.first).to_contain_text("allergic to peanuts")
+    scores = [float(text) for text in page.locator("#result_list td.field-score").all_inner_texts()]
+    assert len(scores) == len(facts)
+    assert scores == sorted(scores, reverse=True), scores
+    _look(page, "u1-memory-search")
+
+    # The score column's old sort link (?o=8) is a list, not a server error.
+    response = page.goto(f"{asgi_server.url}/admin/memory/memory/?o=8")
+    assert response is not None
+    assert response.status == 200
+    expect(rows).to_have_count(len(facts))
