@@ -50,7 +50,7 @@ class FakeServerProcess:
         self._process = context.Process(target=self._serve, args=(responder, latency), daemon=True)
 
     def _serve(self, responder: Any, latency: float) -> None:
-        from agents.llm.fake_server import FakeProviderServer  # noqa: PLC0415
+        from devkit.fake_server import FakeProviderServer  # noqa: PLC0415
 
         server = FakeProviderServer(latency=latency, record=False)
         server.set_responder(responder)
@@ -267,7 +267,7 @@ def iterations_script(request: Any) -> Any:
     """The fake model's script for :func:`looping_agent`'s runs: the ``crm_get_contact`` call
     until the run has as many iterations as its model name says (``...-<iterations>``), then the
     final answer. Stateless, so that it can serve from its own process."""
-    from agents.llm.fake_server.script import text_reply, tool_call_reply  # noqa: PLC0415
+    from devkit.fake_server.script import text_reply, tool_call_reply  # noqa: PLC0415
 
     if request.assistant_turns < int(request.model.rsplit("-", 1)[1]):
         return tool_call_reply("crm_get_contact", {"email": LOOKUP_EMAIL})

@@ -22,12 +22,12 @@ from typing import Any
 
 import psutil
 
-from agents.llm.fake_server.script import react_responder
 from agents.models import Execution
 from agents.services import execution_create
 from bench import common
 from core import tenancy
 from crm.models import Contact
+from devkit.fake_server.script import react_responder
 
 TERMINAL = ("completed", "failed", "cancelled", "timed_out")
 

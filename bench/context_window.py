@@ -40,13 +40,13 @@ from typing import Any
 
 from django.db.models import Count, Sum
 
-from agents.llm.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
 from agents.models import ExecutionStatus, StepType
 from agents.runtime.context_window import CHARS_PER_TOKEN, SUMMARISER_PROMPT
 from agents.services import execution_create
 from bench import common
 from core import tenancy
 from crm.models import Contact, Note
+from devkit.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
 from tests.processes import wait_for
 from usage.models import ModelPrice, UsageDaily
 

@@ -458,7 +458,7 @@ class WatchedCreate:
 def step_overhead(
     server: AsgiServer, *, watchers: int, iterations: int, repeat: int
 ) -> dict[str, Any]:
-    from agents.llm.fake_server import FakeProviderServer  # noqa: PLC0415
+    from devkit.fake_server import FakeProviderServer  # noqa: PLC0415
 
     results: dict[str, list[dict[str, Any]]] = {"none": [], "watched": []}
     original = overhead_bench.execution_create

@@ -45,13 +45,14 @@ from agents.models import TERMINAL_STATUSES, Execution, ExecutionStatus
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
 from bench import common
-from core import database, embedded, tenancy
+from core import database, tenancy
 from crm.models import Task
+from devkit import embedded
 
 
 def responder(request: Any) -> Any:
     """Stateless (it serves from its own process): one task, then the answer."""
-    from agents.llm.fake_server.script import text_reply, tool_call_reply  # noqa: PLC0415
+    from devkit.fake_server.script import text_reply, tool_call_reply  # noqa: PLC0415
 
     if request.assistant_turns == 0:
         return tool_call_reply("task_create", {"title": "Call the customer back"})
@@ -192,7 +193,7 @@ def _held_by(agent: Any, runs: list[Any], pid: int) -> int:
 def _crash_redis(down: float) -> None:
     """SIGKILL the embedded redis-server (no snapshot on the way out), wait until its port is
     closed, then ``down`` seconds, then start it again: at its saved port, which every running
-    process still uses (core.embedded)."""
+    process still uses (devkit.embedded)."""
     services = embedded.locate()
     if services.redis_pid is None:
         raise RuntimeError("the embedded Redis is not running")

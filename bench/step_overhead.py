@@ -41,14 +41,14 @@ from typing import Any
 
 import psutil
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.llm.types import Usage
 from agents.models import Execution, StepType
 from agents.services import execution_create
 from bench import common
 from core import realtime, tenancy
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.processes import wait_for
 from tools.models import ToolCall
 

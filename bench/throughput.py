@@ -13,12 +13,12 @@ import json
 import os
 import time
 
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Execution, ExecutionStep
 from agents.services import execution_create
 from bench import common
 from core import tenancy
 from crm.models import Contact
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 
 TERMINAL = ("completed", "failed", "cancelled", "timed_out")
 

@@ -72,7 +72,7 @@ TEXT = (
 
 def script(request: Any) -> Any:
     """``common.iterations_script`` with text in every reply (what a watcher is streamed)."""
-    from agents.llm.fake_server.script import text_reply, tool_call_reply  # noqa: PLC0415
+    from devkit.fake_server.script import text_reply, tool_call_reply  # noqa: PLC0415
 
     if request.assistant_turns < int(request.model.rsplit("-", 1)[1]):
         return tool_call_reply("crm_get_contact", {"email": common.LOOKUP_EMAIL}, text=TEXT)

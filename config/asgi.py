@@ -4,7 +4,7 @@ import os
 
 import django
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 # A web request waits at most this long for a pooled connection (a worker, 30 s): when the
 # database is down, a page or an API call answers 503 in seconds instead of hanging.
 os.environ.setdefault("DATABASE_POOL_TIMEOUT", "5")

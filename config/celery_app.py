@@ -12,7 +12,7 @@ from celery.signals import (
     worker_shutdown,
 )
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 
 app = Celery("agentdesk")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -2,19 +2,22 @@
 
 ``DATABASE_URL`` (the runtime role), ``DATABASE_OWNER_URL`` (the role that owns the tables and runs
 migrations) and ``REDIS_URL`` point at external servers. When ``DATABASE_URL`` / ``REDIS_URL`` are
-unset, the embedded PostgreSQL / Redis of :mod:`core.embedded` are started (or found) instead,
-except for ``manage.py embedded``, which starts, stops or inspects them itself: loading the settings
-for it only locates them, so that ``embedded status`` or ``stop`` never starts a server.
+unset, the settings module's default answers, set with :func:`use_when_unset` before it loads
+``config.settings.base``: the development and test settings name the embedded PostgreSQL / Redis
+of :mod:`devkit.embedded`, which are started (or found) then, except for ``manage.py embedded``,
+which starts, stops or inspects them itself: loading the settings for it only locates them, so that
+``embedded status`` or ``stop`` never starts a server. Production names none: it needs the URLs.
 """
 
 from __future__ import annotations
 
 import sys
-import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 env = environ.Env()
 
@@ -43,20 +46,25 @@ def service_urls() -> ServiceUrls:
             embedded=False,
         )
 
-    from core import embedded  # noqa: PLC0415 - only the embedded default needs it
+    if _when_unset is None:
+        raise ImproperlyConfigured(
+            "Set DATABASE_URL and REDIS_URL (and DATABASE_OWNER_URL): these settings start no "
+            "embedded servers (config.settings.dev and .test do)"
+        )
+    return _when_unset(database, redis, _is_embedded_command())
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
-        services = embedded.locate() if _is_embedded_command() else embedded.ensure_running()
-    return ServiceUrls(
-        database=database or services.database_url(embedded.RUNTIME_ROLE),
-        database_owner=env.str("DATABASE_OWNER_URL", default="")
-        or services.database_url(embedded.OWNER_ROLE),
-        database_admin=services.database_url(embedded.SUPERUSER_ROLE, "postgres"),
-        redis=redis or services.redis_url,
-        embedded=True,
-        started_embedded=services.started,
-    )
+
+# The default of the settings module being loaded (None: the URLs are required). It gets the URLs
+# that are set ("" for the others) and whether this is `manage.py embedded` (locate, start nothing).
+_when_unset: Callable[[str, str, bool], ServiceUrls] | None = None
+
+
+def use_when_unset(default: Callable[[str, str, bool], ServiceUrls]) -> None:
+    """Where the services are when ``DATABASE_URL`` / ``REDIS_URL`` are unset: called by a
+    settings module before it loads ``config.settings.base``."""
+    global _when_unset  # noqa: PLW0603 - one default per process, set by its settings module
+    _when_unset = default
+    service_urls.cache_clear()
 
 
 def _is_embedded_command() -> bool:

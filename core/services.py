@@ -1,4 +1,4 @@
-"""Writers for tenancy data and platform set-up (the demo agency: :mod:`core.demo`)."""
+"""Writers for tenancy data and platform set-up (the demo agency: :mod:`devkit.demo`)."""
 
 from __future__ import annotations
 

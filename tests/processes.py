@@ -20,11 +20,12 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from agents.llm.fake_server import FakeProviderServer
 from agents.models import Agent, Execution, ExecutionStatus, LLMProvider
 from agents.runtime import store
 from agents.services import execution_cancel
-from core import embedded, tenancy
+from core import tenancy
+from devkit import embedded
+from devkit.fake_server import FakeProviderServer
 from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory, SiteFactory
 

@@ -58,7 +58,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
-    from core import embedded  # noqa: PLC0415
+    from devkit import embedded  # noqa: PLC0415
 
     setup_data_dir = embedded.data_dir()  # the folder Django was set up with (bench/__init__)
     data_dir = args.data_dir or Path(os.environ.get("AGENTDESK_DATA_DIR") or ROOT / ".data")

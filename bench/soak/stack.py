@@ -41,7 +41,7 @@ class Stack:
         env = {k: v for k, v in os.environ.items() if k not in dropped}
         env.update(
             AGENTDESK_DATA_DIR=str(self.data_dir),
-            DJANGO_SETTINGS_MODULE="config.settings.base",
+            DJANGO_SETTINGS_MODULE="config.settings.dev",
             # Its own metrics files: /metrics sums every process writing to the directory.
             PROMETHEUS_MULTIPROC_DIR=str(self.data_dir / "prometheus-soak"),
             PYTHONUNBUFFERED="1",

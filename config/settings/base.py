@@ -593,12 +593,6 @@ SPECTACULAR_SETTINGS = {
 # production.py requires the variable.
 AGENTDESK_ENCRYPTION_KEYS = env.list("AGENTDESK_ENCRYPTION_KEYS", default=[])
 
-# --- Demo data ------------------------------------------------------------------------------------
-DEMO_ADMIN_USERNAME = env.str("AGENTDESK_DEMO_USERNAME", default="demo")
-DEMO_ADMIN_PASSWORD = env.str("AGENTDESK_DEMO_PASSWORD", default="demo-agentdesk")
-# A second demo login with the approver role (decides approvals, reads the rest); same password.
-DEMO_APPROVER_USERNAME = env.str("AGENTDESK_DEMO_APPROVER_USERNAME", default="approver")
-
 # --- Tools ----------------------------------------------------------------------------------------
 # web_search provider: registered name or dotted path; empty = search off (tools/web_search.py).
 AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")

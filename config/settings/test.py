@@ -1,10 +1,11 @@
-"""Test settings: the same services as development, a private database, fast password hashing."""
+"""Test settings: development's (the devkit app, the embedded services), a private database, fast
+password hashing."""
 
 import os
 
 from config.env import env
-from config.settings.base import *  # noqa: F403
-from config.settings.base import BASE_DIR, CACHES, DATABASES, REST_FRAMEWORK
+from config.settings.dev import *  # noqa: F403
+from config.settings.dev import BASE_DIR, CACHES, DATABASES, REST_FRAMEWORK
 
 # One database per test run, and per pytest-xdist worker of a run, so that parallel runs on one
 # machine do not drop each other's. Subprocesses (a Celery worker, `manage.py up`) inherit the

@@ -14,8 +14,6 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, connections, transaction
 from django.http import Http404
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import text_reply, tool_call_reply
 from agents.models import VERSIONED_FIELDS, Agent, AgentVersion, Execution, ExecutionStatus
 from agents.runtime.setup import pinned_agent
 from agents.services import (
@@ -38,6 +36,8 @@ from approvals.services import approval_decide
 from core import tenancy
 from core.exceptions import ApplicationError
 from core.models import Event, Site
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import text_reply, tool_call_reply
 from tests.agents.factories import AgentFactory, AgentTemplateFactory
 from tests.factories import AgencyFactory, SiteFactory, UserFactory
 from tests.processes import Worker, wait_for

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, ExecutionStatus
 from agents.services import execution_create
 from agents.services.executions import RUN_TASK
@@ -22,6 +20,8 @@ from approvals.services import approval_decide
 from config.celery_app import app
 from core import tenancy
 from crm.models import Contact, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall
 

@@ -13,14 +13,14 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, ExecutionStatus
 from agents.services import execution_create
 from approvals.models import Approval, ApprovalStatus
 from core import tenancy
 from core.models import Role
 from crm.models import Contact, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.api.conftest import new_key
 from tests.factories import MembershipFactory
 from tests.live.helpers import session_cookie

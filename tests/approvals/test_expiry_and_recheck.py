@@ -14,8 +14,6 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.services import execution_cancel, execution_create
 from approvals.models import Approval, ApprovalStatus, Question, QuestionStatus
@@ -26,6 +24,8 @@ from core import tenancy
 from core.exceptions import ApplicationError
 from core.models import ActorType, Event
 from crm.models import EmailMessage
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.factories import UserFactory
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall, ToolCallStatus

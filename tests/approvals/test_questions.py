@@ -9,8 +9,6 @@ from collections.abc import Callable
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.services import execution_create
 from approvals.models import Approval, Question, QuestionKind, QuestionStatus
@@ -19,6 +17,8 @@ from approvals.services import approval_decide
 from core import tenancy
 from core.exceptions import ApplicationError
 from core.models import ActorType, Event
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.factories import UserFactory
 from tests.processes import TERMINAL, Worker, wait_for
 from tools.models import ToolCall, ToolCallStatus

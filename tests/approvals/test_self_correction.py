@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.services import execution_create
 from approvals.models import Question, QuestionKind, QuestionStatus
 from approvals.questions import question_answer
 from core import tenancy
 from crm.models import Contact, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from tests.factories import UserFactory
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall, ToolCallStatus

@@ -17,13 +17,13 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Error, Response
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution
 from agents.services import execution_create
 from core import tenancy
 from core.models import Role
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.browser.conftest import logged_in
 from tests.factories import MembershipFactory
 from tests.processes import AsgiServer, wait_for

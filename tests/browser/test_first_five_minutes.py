@@ -19,14 +19,14 @@ from django.conf import settings
 from django.db.models import Sum
 from playwright.sync_api import Browser, expect
 
-from agents.llm.fake_server import RecordedRequest, Step
-from agents.llm.fake_server.demo import DemoModelServer, demo_responder
 from agents.models import Execution
 from approvals.models import Approval
 from approvals.services import approval_decide
 from core import realtime, tenancy
-from core.demo import demo_data_seed
 from core.models import Role
+from devkit.demo import demo_data_seed
+from devkit.fake_server import RecordedRequest, Step
+from devkit.fake_server.demo import DemoModelServer, demo_responder
 from memory.learning.models import RunQuality
 from tests.browser.conftest import DESKTOP, PHONE, screenshot
 from tests.factories import AgencyFactory, MembershipFactory, SiteFactory

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.services import execution_create
 from approvals.models import Approval, ApprovalStatus, Question, QuestionKind, QuestionStatus
 from core import tenancy
 from core.models import Role, User
 from crm.models import Contact, EmailMessage, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from tests.browser.conftest import PHONE, logged_in, screenshot
 from tests.factories import MembershipFactory
 from tests.processes import AsgiServer, Worker, wait_for

@@ -9,13 +9,13 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Browser, expect
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, ScriptedToolCall, by_turn
 from agents.models import Agent
 from agents.tasks import run_execution
 from core import tenancy
 from core.models import Role
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, ScriptedToolCall, by_turn
 from tests.browser.conftest import PHONE, logged_in, screenshot
 from tests.factories import MembershipFactory
 from tests.processes import AsgiServer, Worker, pending_execution, wait_for

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.llm.fake_server.demo import DemoModelServer
 from agents.models import (
     Agent,
     AgentMessage,
@@ -25,10 +24,11 @@ from agents.services import execution_create
 from approvals.models import Approval, ApprovalStatus, RiskRule
 from approvals.services import approval_decide
 from core import tenancy
-from core.demo import demo_data_seed
-from core.demo.data import RENEWAL_MANAGER, RISK_RULE
 from core.models import Agency
 from crm.models import Contact, EmailMessage, Note, Task
+from devkit.demo import demo_data_seed
+from devkit.demo.data import RENEWAL_MANAGER, RISK_RULE
+from devkit.fake_server.demo import DemoModelServer
 from memory.models import Conversation
 from tests.factories import AgencyFactory, SiteFactory, UserFactory
 from tests.processes import Worker, wait_for

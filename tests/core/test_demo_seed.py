@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from django_celery_beat.models import PeriodicTask
 
-from agents.llm.fake_server.demo import DEMO_MODEL
 from agents.models import Agent, AgentType, LLMProvider, ProviderName
 from agents.schedules import periodic_task_name
 from approvals.models import RiskRule
 from core import tenancy
-from core.demo import DEMO_AGENCY_SLUG, demo_data_seed, demo_model_port, demo_seed
-from core.demo.data import AGENTS, CONTACTS, GUARDIAN_SCHEDULE, RENEWAL_MANAGER
 from core.models import Agency, Membership, Role, Site, User
 from crm.models import Contact, Note, Task
+from devkit.demo import DEMO_AGENCY_SLUG, demo_data_seed, demo_model_port, demo_seed
+from devkit.demo.data import AGENTS, CONTACTS, GUARDIAN_SCHEDULE, RENEWAL_MANAGER
+from devkit.fake_server.demo import DEMO_MODEL
 from tests.factories import AgencyFactory, SiteFactory
 
 pytestmark = pytest.mark.django_db

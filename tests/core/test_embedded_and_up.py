@@ -17,7 +17,7 @@ import httpx
 import psutil
 import pytest
 
-from core import embedded
+from devkit import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -27,7 +27,7 @@ def _env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(
         AGENTDESK_DATA_DIR=str(data_dir),
-        DJANGO_SETTINGS_MODULE="config.settings.base",
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
         PYTHONUNBUFFERED="1",
     )
     return env
@@ -61,7 +61,7 @@ def test_two_processes_starting_at_once_get_one_postgres_and_one_redis(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code = (
-        "from core import embedded; s = embedded.ensure_running();"
+        "from devkit import embedded; s = embedded.ensure_running();"
         " print(s.postgres_pid, s.redis_pid, s.redis_port)"
     )
     try:

@@ -23,7 +23,7 @@ import pytest
 import redis
 from django.core.management import call_command
 
-from core import embedded
+from devkit import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 def _env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(AGENTDESK_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="config.settings.base")
+    env.update(AGENTDESK_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="config.settings.dev")
     return env
 
 
@@ -183,7 +183,7 @@ def test_a_saved_redis_port_taken_by_another_process_moves_loudly(
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind(("127.0.0.1", saved))
         squatter.listen()
-        with caplog.at_level(logging.WARNING, logger="core.embedded"):
+        with caplog.at_level(logging.WARNING, logger="devkit.embedded"):
             out = _command(data_dir, "start", "redis")
         with _on(data_dir):
             moved = embedded.locate().redis_port
@@ -242,7 +242,7 @@ def test_a_saved_postgres_socket_taken_by_another_server_moves_loudly(
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as other:
         other.bind(str(pgdata / ".s.PGSQL.5432"))
         other.listen()
-        with caplog.at_level(logging.WARNING, logger="core.embedded"):
+        with caplog.at_level(logging.WARNING, logger="devkit.embedded"):
             port = embedded._free_socket_port(pgdata, str(pgdata), 5432)
     assert port == 5433
     assert f"socket {pgdata}/.s.PGSQL.5432 is in use by another server" in caplog.text

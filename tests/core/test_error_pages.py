@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 from django.test import Client, override_settings
 
-from core.management.commands.up import Command, web_url
+from devkit.management.commands.up import Command, web_url
 from tests.core.failing_site import FAILING_PATH
 from tests.processes import AsgiServer
 
@@ -37,7 +37,7 @@ def _database_url(alias: str) -> str:
 
 @pytest.fixture(scope="module")
 def up_web(django_db_setup: None) -> Iterator[AsgiServer]:
-    """The web server as `manage.py up` runs it (uvicorn, config.settings.base, no DJANGO_DEBUG
+    """The web server as `manage.py up` runs it (uvicorn, config.settings.dev, no DJANGO_DEBUG
     in the environment), on this test run's database and Redis."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DJANGO_DEBUG", raising=False)
@@ -132,7 +132,7 @@ def _debug_seen_by_web(host: str, monkeypatch: pytest.MonkeyPatch, debug: str | 
     env = Command()._child_env(
         SERVICES, None, base_url=web_url({"host": host, "port": 8000}), host=host
     )
-    env["DJANGO_SETTINGS_MODULE"] = "config.settings.base"
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
     code = "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.management.commands.up import Command, web_url
+from devkit.management.commands.up import Command, web_url
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = SimpleNamespace(
@@ -27,7 +27,7 @@ def _base_url_seen_by(env: dict[str, str]) -> str:
     """AGENTDESK_BASE_URL as a child's settings read it (a real child process)."""
     code = "import django; django.setup(); from django.conf import settings; "
     code += "print(settings.AGENTDESK_BASE_URL)"
-    env = {**env, "DJANGO_SETTINGS_MODULE": "config.settings.base"}
+    env = {**env, "DJANGO_SETTINGS_MODULE": "config.settings.dev"}
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )

@@ -27,7 +27,7 @@ import httpx
 import psutil
 import pytest
 
-from core import embedded
+from devkit import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMP = ".venv/.installed-stamp"
@@ -69,7 +69,7 @@ def _env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
         AGENTDESK_DATA_DIR=str(data_dir),
-        DJANGO_SETTINGS_MODULE="config.settings.base",
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
         PYTHONFAULTHANDLER="1",  # SIGABRT prints every thread's stack
         PYTHONUNBUFFERED="1",
     )

@@ -11,13 +11,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, AgentType, Execution, ExecutionStatus
 from agents.services import execution_create
 from core import tenancy
 from core.models import Role
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from flow.models import CompletenessAnalysis, ExpectedWorkflow
 from flow.tasks import analyse_finished_runs
 from tests.factories import MembershipFactory

@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import (
     Agent,
     DecisionMethod,
@@ -30,6 +28,8 @@ from approvals.risk import clear_cache
 from approvals.services import approval_decide
 from core import tenancy
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.factories import UserFactory
 from tests.processes import TERMINAL, Worker, wait_for
 

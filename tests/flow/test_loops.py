@@ -11,8 +11,6 @@ from collections.abc import Callable
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from agents.models import (
     Agent,
     Execution,
@@ -28,6 +26,8 @@ from approvals.questions import question_answer
 from core import tenancy
 from core.models import Event
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from flow.loops import LOOP_EVENT
 from flow.models import LoopDetection, LoopKind, LoopOutcome
 from tests.factories import UserFactory

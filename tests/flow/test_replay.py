@@ -21,8 +21,6 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StepType, TriggerType
 from agents.services import execution_create
 from approvals.models import RiskLevel
@@ -30,6 +28,8 @@ from core import tenancy
 from core.exceptions import ApplicationError
 from core.models import Role
 from crm.models import Contact, EmailMessage, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from flow.replay.engine import replay_execution
 from flow.replay.retry import execution_retry_from
 from tests.agents.factories import ExecutionFactory

@@ -16,8 +16,6 @@ from django.core.mail import EmailMessage as Mail
 from django.utils import timezone
 from pytest_django.fixtures import Settings
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import (
     Agent,
     AgentType,
@@ -30,6 +28,8 @@ from agents.models import (
 from agents.services import execution_create
 from core import tenancy
 from core.models import Event, Role
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from flow import stuck
 from flow.home import stuck_runs
 from flow.models import ExpectedWorkflow, StuckOutcome, StuckRun

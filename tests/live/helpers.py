@@ -21,8 +21,9 @@ from websockets.sync.client import ClientConnection, connect
 
 from agents.models import Execution, ExecutionStatus, StepType
 from agents.runtime import store
-from core import embedded, realtime, tenancy
+from core import realtime, tenancy
 from core.models import User
+from devkit import embedded
 from tests.processes import ROOT, AsgiServer
 
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import text_reply
 from agents.models import Agent, LLMProvider
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import text_reply
 from memory import consolidation, embeddings
 from memory.models import Memory, MemoryChange, MemoryChangeAction
 from tests.agents.factories import AgentFactory

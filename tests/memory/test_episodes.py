@@ -12,11 +12,11 @@ from collections.abc import Callable
 import pytest
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, ExecutionStatus, TriggerType
 from core import tenancy
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from memory import conversations
 from memory.conversations import ConversationKey, conversation_append, conversation_key
 from memory.episodes import episode_complete

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import RecordedRequest, Step, text_reply
 from agents.models import Agent, Execution
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import RecordedRequest, Step, text_reply
 from memory.extraction import EXTRACTION_PROMPT, parse_extraction
 from memory.models import Memory, MemoryChange, MemoryChangeAction
 from tests.memory.runs import complete_episode, run_to_end

@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.conf import settings
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import RecordedRequest, Reply, Step, by_turn, text_reply
 from agents.models import AfterRunWork, Agent, Execution, ExecutionStatus
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
-from core import embedded, tenancy
+from core import tenancy
+from devkit import embedded
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import RecordedRequest, Reply, Step, by_turn, text_reply
 from memory.episodes import DONE_KEY
 from memory.extraction import EXTRACTION_PROMPT
 from memory.learning.models import RunQuality

@@ -21,13 +21,14 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
-from core import embedded, tenancy
+from core import tenancy
 from crm.models import Contact, Note
+from devkit import embedded
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, tool_call_reply
 from tests.processes import TERMINAL, Worker
 
 # It takes down the Redis every test uses: run on its own (`make test`: on servers of its own,
@@ -47,7 +48,7 @@ def _redis_port() -> int:
 
 def _redis_back(port: int) -> None:
     """The embedded Redis started again if it is down: at its saved address, which running
-    processes know (core.embedded)."""
+    processes know (devkit.embedded)."""
     embedded.ensure_running(["redis"])
     assert _redis_port() == port, "the embedded Redis came back on another port"
 

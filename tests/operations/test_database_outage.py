@@ -22,13 +22,14 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
-from core import database, embedded, tenancy
+from core import database, tenancy
 from crm.models import Contact, Note
+from devkit import embedded
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from tests.processes import AsgiServer, Worker, pending_execution, wait_for
 
 # It takes down the PostgreSQL every test uses: run on its own (`make test`: on servers of its

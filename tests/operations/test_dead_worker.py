@@ -30,14 +30,14 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StateTransition, TransitionType
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
 from config.celery_app import app as celery_app
 from core import tenancy
 from crm.models import Contact, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, tool_call_reply
 from ops.models import WorkerHeartbeat
 from tests.operations.test_database_outage import (  # noqa: F401 - fixtures
     embedded_postgres,

@@ -20,13 +20,13 @@ from django.test.utils import override_settings
 from prometheus_client.mmap_dict import MmapedDict
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, ExecutionStatus, StopReason
 from agents.services import execution_create
 from approvals.services import approval_decide
 from core import tenancy
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from ops import metrics
 from ops.metrics import exposition
 from tests.agents.factories import ExecutionFactory

@@ -19,8 +19,6 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime import loop
 from agents.services import enqueue_execution, execution_create
@@ -28,6 +26,8 @@ from approvals import services as approval_services
 from approvals.models import Approval
 from approvals.services import approval_decide
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from ops import tracing
 from ops.log_context import RunContextFilter
 from tests.processes import Worker, pending_execution, wait_for
@@ -129,7 +129,7 @@ def test_a_failed_tool_call_and_a_failed_model_call_are_error_spans(
     fake_llm_server: FakeProviderServer,
     spans: InMemorySpanExporter,
 ) -> None:
-    from agents.llm.fake_server.script import HttpError
+    from devkit.fake_server.script import HttpError
 
     agent = make_agent("openai")
     fake_llm_server.set_responder(

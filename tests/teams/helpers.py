@@ -8,11 +8,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import RecordedRequest, Step, text_reply
 from agents.models import Agent, AgentMessage, Execution
 from agents.services import execution_create
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import RecordedRequest, Step, text_reply
 from tests.agents.factories import AgentFactory
 from tools.models import ToolCall
 

@@ -12,15 +12,6 @@ from decimal import Decimal
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import (
-    RecordedRequest,
-    Reply,
-    Step,
-    by_turn,
-    text_reply,
-    tool_call_reply,
-)
 from agents.models import (
     Agent,
     AgentMessage,
@@ -32,6 +23,15 @@ from agents.models import (
 )
 from agents.services import execution_cancel
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import (
+    RecordedRequest,
+    Reply,
+    Step,
+    by_turn,
+    text_reply,
+    tool_call_reply,
+)
 from tests.processes import Worker, wait_for
 from tests.teams.helpers import (
     answer_with_result,

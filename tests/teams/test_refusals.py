@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pytest
 from django.test import override_settings
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, ScriptedToolCall, by_turn, text_reply
 from agents.models import Agent, AgentMessage, Execution, ExecutionStatus
 from agents.runtime.loop import run_execution
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, ScriptedToolCall, by_turn, text_reply
 from tests.processes import pending_execution
 from tests.teams.helpers import calls, children, delegate, helper_agent, lead_agent, refresh
 

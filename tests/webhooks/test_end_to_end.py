@@ -20,9 +20,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply
 from agents.models import Agent, ExecutionStatus, TriggerOutcome
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply
 from tests.processes import AsgiServer, Worker, wait_for
 from tests.webhooks.conftest import encode, make_hook, runs, signed_headers, trigger_logs
 from webhooks import receive as receive_module

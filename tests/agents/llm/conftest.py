@@ -10,8 +10,8 @@ import pytest
 
 from agents.llm.base import Provider
 from agents.llm.factory import get_provider
-from agents.llm.fake_server import FakeProviderServer
 from agents.llm.types import ProviderConfig, ProviderKind
+from devkit.fake_server import FakeProviderServer
 from tests.agents.llm.helpers import MakeProvider, base_url
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agents.llm.base import Provider
-from agents.llm.fake_server import FakeProviderServer
 from agents.llm.types import ProviderKind
+from devkit.fake_server import FakeProviderServer
 
 MakeProvider = Callable[..., Provider]
 

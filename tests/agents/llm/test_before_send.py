@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer, server_error, text_reply
 from agents.llm.types import Message, ProviderKind
+from devkit.fake_server import FakeProviderServer, server_error, text_reply
 from tests.agents.llm.helpers import MakeProvider
 
 KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]

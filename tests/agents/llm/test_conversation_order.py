@@ -8,8 +8,8 @@ import anthropic
 import openai
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer, text_reply
 from agents.llm.types import LLMBadRequest, Message, ProviderKind, ToolCall
+from devkit.fake_server import FakeProviderServer, text_reply
 from tests.agents.llm.helpers import MakeProvider
 
 QUESTION = Message.user("Look up 1 and 2.")

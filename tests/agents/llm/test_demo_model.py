@@ -1,4 +1,4 @@
-"""The demo model (`agents.llm.fake_server.demo`): the real SDK clients talk to it over both wire
+"""The demo model (`devkit.fake_server.demo`): the real SDK clients talk to it over both wire
 formats, and it plays an agent's run from the tools offered and the results it gets back."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 
 from agents.llm.base import Provider
 from agents.llm.factory import get_provider
-from agents.llm.fake_server.demo import DEMO_MODEL, DemoModelServer, next_action
-from agents.llm.fake_server.demo.conversation import name_query
-from agents.llm.fake_server.script import RecordedRequest
 from agents.llm.types import Message, ProviderConfig, ProviderKind, ToolDefinition
+from devkit.fake_server.demo import DEMO_MODEL, DemoModelServer, next_action
+from devkit.fake_server.demo.conversation import name_query
+from devkit.fake_server.script import RecordedRequest
 
 KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]
 PRIYA = {

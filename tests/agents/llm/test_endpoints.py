@@ -11,8 +11,8 @@ import httpx2
 import pytest
 
 from agents.llm.endpoints import EndpointRefused, http_client
-from agents.llm.fake_server import FakeProviderServer, text_reply
 from agents.llm.types import LLMConfigurationError, LLMDeadlineExceeded, Message, ProviderKind
+from devkit.fake_server import FakeProviderServer, text_reply
 from tests.agents.llm.helpers import MakeProvider
 
 KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from agents.llm.factory import LOCAL_PLACEHOLDER_KEY, clear_provider_cache, get_provider
-from agents.llm.fake_server import FakeProviderServer, text_reply
 from agents.llm.tls import shared_ssl_context
 from agents.llm.types import LLMConfigurationError, Message, ProviderConfig, ProviderKind
+from devkit.fake_server import FakeProviderServer, text_reply
 from tests.agents.llm.helpers import base_url
 
 ENV_VARS = {

@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from agents.llm.fake_server import (
-    FakeProviderServer,
-    HttpError,
-    hang,
-    rate_limited,
-    server_error,
-    text_reply,
-)
 from agents.llm.types import (
     LLMBadRequest,
     LLMConfigurationError,
@@ -22,6 +14,14 @@ from agents.llm.types import (
     ProviderKind,
     StreamDone,
     TextDelta,
+)
+from devkit.fake_server import (
+    FakeProviderServer,
+    HttpError,
+    hang,
+    rate_limited,
+    server_error,
+    text_reply,
 )
 from tests.agents.llm.helpers import MakeProvider
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 from anthropic.types import MessageParam
 
-from agents.llm.fake_server import (
+from devkit.fake_server import (
     SCRIPT_HEADER,
     FakeProviderServer,
     Reply,
@@ -238,7 +238,7 @@ def test_command_line_server_answers_openai_clients() -> None:
     with FakeProviderServer() as probe:  # borrow a free port, then release it
         port = probe.port
     process = subprocess.Popen(
-        [sys.executable, "-m", "agents.llm.fake_server", "--port", str(port)],
+        [sys.executable, "-m", "devkit.fake_server", "--port", str(port)],
         stdout=subprocess.PIPE,
         text=True,
     )

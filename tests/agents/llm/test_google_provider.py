@@ -12,15 +12,6 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from agents.llm.fake_server import (
-    FakeProviderServer,
-    HttpError,
-    RawReply,
-    Reply,
-    ScriptedToolCall,
-    text_reply,
-    tool_call_reply,
-)
 from agents.llm.google_provider.wire import REPLAYED_SIGNATURE
 from agents.llm.types import (
     LLMBadRequest,
@@ -32,6 +23,15 @@ from agents.llm.types import (
     ToolCall,
     ToolDefinition,
     Usage,
+)
+from devkit.fake_server import (
+    FakeProviderServer,
+    HttpError,
+    RawReply,
+    Reply,
+    ScriptedToolCall,
+    text_reply,
+    tool_call_reply,
 )
 from tests.agents.llm.helpers import MakeProvider
 

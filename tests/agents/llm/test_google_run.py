@@ -11,11 +11,11 @@ from decimal import Decimal
 import pytest
 
 from agents import tasks
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, tool_call_reply
 from agents.models import Agent, ExecutionStatus, StepType
 from core import tenancy
 from crm.models import Contact, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, tool_call_reply
 from tests.agents.runtime.test_token_streaming import GroupListener
 from tests.processes import Worker, pending_execution, wait_for
 from tools.models import ToolCall

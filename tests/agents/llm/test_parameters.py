@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from agents.llm.base import Provider
-from agents.llm.fake_server import FakeProviderServer, RawReply, text_reply
-from agents.llm.fake_server.script import RecordedRequest, Step
 from agents.llm.types import Completion, LLMBadRequest, Message, StreamDone
+from devkit.fake_server import FakeProviderServer, RawReply, text_reply
+from devkit.fake_server.script import RecordedRequest, Step
 from tests.agents.llm.helpers import MakeProvider
 
 HELLO = [Message.user("hello")]

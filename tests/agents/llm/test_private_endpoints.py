@@ -9,8 +9,8 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.llm.endpoints import EndpointRefused, checked_addresses
-from agents.llm.fake_server import FakeProviderServer, text_reply
 from agents.llm.types import LLMConfigurationError, Message
+from devkit.fake_server import FakeProviderServer, text_reply
 from tests.agents.llm.helpers import MakeProvider
 
 

@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from agents.llm.fake_server import (
-    FakeProviderServer,
-    Reply,
-    ScriptedToolCall,
-    malformed_tool_call_reply,
-    text_reply,
-    tool_call_reply,
-)
 from agents.llm.types import (
     Completion,
     Message,
@@ -24,6 +16,14 @@ from agents.llm.types import (
     ToolDefinition,
     Usage,
     UsageUpdate,
+)
+from devkit.fake_server import (
+    FakeProviderServer,
+    Reply,
+    ScriptedToolCall,
+    malformed_tool_call_reply,
+    text_reply,
+    tool_call_reply,
 )
 from tests.agents.llm.helpers import MakeProvider
 

@@ -9,13 +9,6 @@ import json
 import pytest
 
 from agents.llm.base import Provider
-from agents.llm.fake_server import (
-    FakeProviderServer,
-    RawReply,
-    Reply,
-    ScriptedToolCall,
-    text_reply,
-)
 from agents.llm.types import (
     Completion,
     LLMUnavailable,
@@ -24,6 +17,13 @@ from agents.llm.types import (
     StreamDone,
     ToolCallComplete,
     ToolDefinition,
+)
+from devkit.fake_server import (
+    FakeProviderServer,
+    RawReply,
+    Reply,
+    ScriptedToolCall,
+    text_reply,
 )
 from tests.agents.llm.helpers import MakeProvider
 

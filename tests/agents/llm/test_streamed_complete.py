@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.llm.fake_server import (
+from agents.llm.types import LLMUnavailable, Message, ProviderKind, ToolDefinition
+from devkit.fake_server import (
     FakeProviderServer,
     HttpError,
     Reply,
@@ -15,7 +16,6 @@ from agents.llm.fake_server import (
     text_reply,
     tool_call_reply,
 )
-from agents.llm.types import LLMUnavailable, Message, ProviderKind, ToolDefinition
 from tests.agents.llm.helpers import MakeProvider
 
 KINDS: list[ProviderKind] = ["openai", "anthropic", "google"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer, HttpError, Reply, text_reply
 from agents.llm.types import (
     LLMUnavailable,
     Message,
@@ -16,6 +15,7 @@ from agents.llm.types import (
     Usage,
     UsageUpdate,
 )
+from devkit.fake_server import FakeProviderServer, HttpError, Reply, text_reply
 from tests.agents.llm.helpers import MakeProvider
 
 HELLO = (Message.user("Who is 42?"),)

@@ -17,8 +17,6 @@ from typing import Any
 import pytest
 
 from agents.llm import Message, ToolCall
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StepType
 from agents.runtime.context_window import (
     CHARS_PER_TOKEN,
@@ -31,6 +29,8 @@ from agents.runtime.loop import run_execution
 from agents.services import execution_create
 from core import tenancy
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import RecordedRequest, Step, text_reply, tool_call_reply
 from tests.processes import Worker, pending_execution, wait_for
 from usage.models import ModelPrice, UsageDaily
 

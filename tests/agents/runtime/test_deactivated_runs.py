@@ -11,14 +11,14 @@ from collections.abc import Callable
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.runtime.loop import run_execution
 from agents.services import execution_resume
 from approvals.models import Approval, ApprovalStatus
 from core import tenancy
 from core.models import Agency, Site
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.approvals.factories import ApprovalFactory
 from tests.processes import wait_for
 from tests.tools.factories import ToolCallFactory

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
 from crm.models import Contact, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall
 from usage.models import Budget, ModelPrice

@@ -14,8 +14,14 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import (
+from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
+from agents.services import execution_cancel, execution_create
+from agents.tasks import reap_expired_leases
+from core import tenancy
+from core.models import Event
+from crm.models import Contact, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import (
     RawReply,
     Reply,
     ScriptedToolCall,
@@ -25,12 +31,6 @@ from agents.llm.fake_server.script import (
     text_reply,
     tool_call_reply,
 )
-from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
-from agents.services import execution_cancel, execution_create
-from agents.tasks import reap_expired_leases
-from core import tenancy
-from core.models import Event
-from crm.models import Contact, Note
 from tests.api.conftest import key_client
 from tests.processes import Worker, wait_for
 from tools.models import Tool, ToolCall

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import text_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime import setup
 from agents.runtime.context_window import CHARS_PER_TOKEN
 from agents.runtime.loop import run_execution
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import text_reply
 from memory import embeddings
 from memory.models import Memory, MemoryType
 from memory.services import memory_store

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime import loop
 from agents.runtime.loop import run_execution
 from approvals.models import Approval, ApprovalStatus
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.processes import cancel_from_elsewhere, pending_execution
 from tools.models import ToolCall
 

@@ -18,12 +18,12 @@ from django.db import transaction
 from django.utils import timezone
 from pytest_django.fixtures import Settings
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply
 from tests.processes import Worker, wait_for
 
 pytestmark = pytest.mark.slow

@@ -14,13 +14,13 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.runtime import plugins
 from agents.services import execution_cancel, execution_create
 from core import tenancy
 from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.processes import Worker, wait_for
 
 PROBE = "tests.agents.runtime.probe_plugin.ProbePlugin"

@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 import redis
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, LLMProvider, StepType
 from agents.runtime import provider_limits
 from agents.runtime.loop import run_execution
@@ -24,6 +22,8 @@ from agents.runtime.provider_limits import KEY_PREFIX, ProviderLimits, Refusal, 
 from agents.services import execution_cancel, execution_create
 from agents.tasks import reap_expired_leases
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.processes import (
     Worker,
     cancel_from_elsewhere,

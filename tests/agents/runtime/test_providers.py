@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from agents.llm import clear_provider_cache, get_provider
-from agents.llm.fake_server import FakeProviderServer, text_reply
 from agents.llm.types import Message
 from agents.models import Agent, Execution
 from agents.runtime.providers import provider_config_for
 from agents.runtime.setup import build_snapshot
 from core import tenancy
+from devkit.fake_server import FakeProviderServer, text_reply
 from tests.agents.factories import AgentFactory, LLMProviderFactory
 from tests.factories import SiteFactory
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from agents.llm import Message, ToolCall
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, ScriptedToolCall, by_turn, text_reply
 from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, StepType
 from agents.runtime.context import ConfigSnapshot, Resumed, rebuild_messages, think_payload
 from agents.services import execution_create
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, ScriptedToolCall, by_turn, text_reply
 from tests.processes import Worker, wait_for
 
 WAITING = {"waiting_approval", "waiting_input"}

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import Reply, ScriptedToolCall, by_turn, text_reply
-from agents.llm.fake_server.script import tool_call_reply as call
 from agents.models import Agent, Execution, ExecutionStatus, StepType
 from agents.services import execution_create
 from approvals.models import Approval
 from approvals.services import approval_decide
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, ScriptedToolCall, by_turn, text_reply
+from devkit.fake_server.script import tool_call_reply as call
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall
 

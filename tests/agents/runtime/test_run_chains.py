@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pytest
 from django.conf import settings
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, TriggerLog
 from agents.services import execution_create
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.agents.factories import AgentFactory
 from tests.processes import Worker, wait_for
 

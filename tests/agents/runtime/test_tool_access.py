@@ -16,8 +16,6 @@ from typing import Any
 import pytest
 from pytest_django.fixtures import Settings
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime.loop import run_execution
 from agents.runtime.setup import clear_tool_cache, usable_tools
@@ -27,6 +25,8 @@ from approvals.services import approval_decide
 from core import tenancy
 from core.models import Agency
 from crm.models import Contact, EmailMessage, Note
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory
 from tests.processes import Worker, wait_for

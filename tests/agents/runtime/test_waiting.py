@@ -10,8 +10,6 @@ from collections.abc import Callable
 import pytest
 from django.utils import timezone
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus, StopReason, TriggerLog
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
@@ -21,6 +19,8 @@ from core import tenancy
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from crm.models import EmailMessage, EmailStatus
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.api.conftest import key_client
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
+from devkit.fake_server import FakeProviderServer
 from memory import embeddings
 from memory.embeddings.local import MiniLM
 from memory.embeddings.openai_provider import clear_clients

@@ -7,7 +7,7 @@ import math
 import openai
 import pytest
 
-from agents.llm.fake_server import SCRIPT_HEADER, FakeProviderServer, rate_limited, text_reply
+from devkit.fake_server import SCRIPT_HEADER, FakeProviderServer, rate_limited, text_reply
 
 
 def _client(server: FakeProviderServer, *, strict: bool = True) -> openai.OpenAI:

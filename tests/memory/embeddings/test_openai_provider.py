@@ -8,10 +8,10 @@ import math
 import pytest
 from django.test import override_settings
 
-from agents.llm.fake_server import FakeProviderServer, HttpError, rate_limited, server_error
 from agents.models import ProviderName
 from core import tenancy
 from core.models import Agency, EmbeddingProvider
+from devkit.fake_server import FakeProviderServer, HttpError, rate_limited, server_error
 from memory import embeddings
 from tests.agents.factories import LLMProviderFactory
 from tests.factories import AgencyFactory

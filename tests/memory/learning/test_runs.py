@@ -13,8 +13,12 @@ from decimal import Decimal
 import pytest
 from django.db.models import Sum
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import (
+from agents.models import Agent, Execution, ExecutionStatus, StopReason
+from agents.services import execution_create
+from core import tenancy
+from crm.models import Contact
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import (
     HttpError,
     RecordedRequest,
     Reply,
@@ -23,10 +27,6 @@ from agents.llm.fake_server.script import (
     text_reply,
     tool_call_reply,
 )
-from agents.models import Agent, Execution, ExecutionStatus, StopReason
-from agents.services import execution_create
-from core import tenancy
-from crm.models import Contact
 from memory.learning import patterns, quality
 from memory.learning.models import (
     Investigation,

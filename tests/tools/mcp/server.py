@@ -23,7 +23,7 @@ class McpTestServer:
     """The server in a subprocess on a free loopback port."""
 
     def __init__(self) -> None:
-        from core import embedded
+        from devkit import embedded
 
         self.port = embedded.free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -33,7 +33,7 @@ class McpTestServer:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> McpTestServer:
-        from core import embedded
+        from devkit import embedded
 
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__)), "--port", str(self.port)],

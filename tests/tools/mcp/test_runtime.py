@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from agents.llm.fake_server import FakeProviderServer
-from agents.llm.fake_server.script import by_turn, text_reply, tool_call_reply
 from agents.models import Agent, Execution, ExecutionStatus
 from agents.services import execution_create
 from approvals.models import Approval
 from approvals.services import approval_decide
 from core import tenancy
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from tests.processes import Worker, wait_for
 from tests.tools.mcp.conftest import register
 from tests.tools.mcp.server import McpTestServer

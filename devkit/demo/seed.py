@@ -19,12 +19,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents.llm.fake_server.demo import DEMO_MODEL
 from agents.models import Agent, AgentTemplate, LLMProvider, ProviderName
 from agents.services import agent_create_from_template
 from approvals.models import RiskRule
 from core import tenancy
-from core.demo.data import (
+from core.models import Agency, Membership, Role, Site, User
+from core.services import agency_create
+from crm.models import Contact, ContactSource, Note, Task
+from devkit.demo.data import (
     AGENTS,
     CONTACTS,
     DEMO_AGENCY_NAME,
@@ -32,9 +34,7 @@ from core.demo.data import (
     RISK_RULE,
     ContactSpec,
 )
-from core.models import Agency, Membership, Role, Site, User
-from core.services import agency_create
-from crm.models import Contact, ContactSource, Note, Task
+from devkit.fake_server.demo import DEMO_MODEL
 from usage.models import ModelPrice
 
 LOOPBACK = "127.0.0.1"

@@ -4,7 +4,7 @@ Used only when ``DATABASE_URL`` / ``REDIS_URL`` are not set. Every process of th
 worker, beat, tests, management commands) calls :func:`ensure_running`, which starts the servers
 once under a file lock and otherwise just reads where they already listen, so two processes
 starting at once still get one PostgreSQL and one Redis. ``manage.py embedded`` is the exception:
-it calls :func:`locate`, which starts nothing (config/env.py).
+it calls :func:`locate`, which starts nothing (devkit/services.py).
 
 The servers are daemons owned by the data folder, not by the process that started them: they stay
 up until :func:`stop` (``manage.py up`` stops the ones it started on exit; ``manage.py embedded

@@ -1,12 +1,12 @@
 """What the demo agency holds: its agents (one of each of seed 004's five agent types, and a
 renewal manager the orchestrator delegates to), a dozen contacts with a little history, and a
-risk rule. Plain data; :mod:`core.demo.seed` writes it."""
+risk rule. Plain data; :mod:`devkit.demo.seed` writes it."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from agents.llm.fake_server.demo import DEMO_MODEL
+from devkit.fake_server.demo import DEMO_MODEL
 
 
 class ContactSpec(TypedDict, total=False):

@@ -28,10 +28,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from agents.llm.fake_server.demo import DEMO_MODEL, DemoModelServer
 from config.env import service_urls
-from core.demo import DemoSeed, demo_model_port, demo_seed
-from core.embedded import data_dir as embedded_data_dir
+from devkit.demo import DemoSeed, demo_model_port, demo_seed
+from devkit.embedded import data_dir as embedded_data_dir
+from devkit.fake_server.demo import DEMO_MODEL, DemoModelServer
 from ops.metrics import multiprocess as metrics_directory
 
 STOP_TIMEOUT_S = 15
@@ -171,7 +171,7 @@ class Command(BaseCommand):
                 demo_model.stop()
                 self._say("up", "demo model stopped")
             if services.started_embedded:
-                from core import embedded  # noqa: PLC0415
+                from devkit import embedded  # noqa: PLC0415
 
                 embedded.stop()
                 self._say("up", "embedded PostgreSQL and Redis stopped")
@@ -236,7 +236,7 @@ class Command(BaseCommand):
             DATABASE_URL=services.database,
             DATABASE_OWNER_URL=services.database_owner,
             REDIS_URL=services.redis,
-            DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings.base"),
+            DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings.dev"),
             PYTHONUNBUFFERED="1",
         )
         if demo_port is not None:

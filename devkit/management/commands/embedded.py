@@ -2,7 +2,7 @@
 PostgreSQL and Redis of this checkout, by hand.
 
 Loading the settings for this command starts nothing (config/env.py): ``status`` and ``stop``
-never start a server. A server started again listens where it did before (core/embedded.py), so
+never start a server. A server started again listens where it did before (devkit/embedded.py), so
 running processes reconnect to the URLs they already have.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from core import embedded
+from devkit import embedded
 
 
 class Command(BaseCommand):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from agents.llm.fake_server import google_request
-from agents.llm.fake_server.script import Wire
+from devkit.fake_server import google_request
+from devkit.fake_server.script import Wire
 
 
 def order_error(wire: Wire, body: dict[str, Any]) -> str | None:

@@ -1,6 +1,6 @@
 """What the fake provider answers: scripted steps, rule-based responders, recorded requests.
 
-Pure standard library on purpose: benchmarks and `python -m agents.llm.fake_server` use it
+Pure standard library on purpose: benchmarks and `python -m devkit.fake_server` use it
 without Django.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agents.llm.fake_server import google_request
+from devkit.fake_server import google_request
 
 Wire = Literal["openai", "anthropic", "google"]
 Stop = Literal["end", "tool_calls", "max_tokens"]

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agents.llm.fake_server.demo.situation import (
+from devkit.fake_server.demo.situation import (
     Action,
     Play,
     Situation,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime
 
-from agents.llm.fake_server.demo.conversation import instruction, past_calls, team
-from agents.llm.fake_server.demo.crm_plays import ASSISTANT, SDR
-from agents.llm.fake_server.demo.data_plays import ANALYST, GUARDIAN, ORCHESTRATOR
-from agents.llm.fake_server.demo.situation import Action, Play, Situation, request_in_words
-from agents.llm.fake_server.script import RecordedRequest
+from devkit.fake_server.demo.conversation import instruction, past_calls, team
+from devkit.fake_server.demo.crm_plays import ASSISTANT, SDR
+from devkit.fake_server.demo.data_plays import ANALYST, GUARDIAN, ORCHESTRATOR
+from devkit.fake_server.demo.situation import Action, Play, Situation, request_in_words
+from devkit.fake_server.script import RecordedRequest
 
 MAX_TOOL_CALLS = 8  # then it sums up whatever happened: a demo run never loops
 

@@ -10,8 +10,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from agents.llm.fake_server import google_wire
-from agents.llm.fake_server.script import HttpError, Reply, ScriptedToolCall, Wire
+from devkit.fake_server import google_wire
+from devkit.fake_server.script import HttpError, Reply, ScriptedToolCall, Wire
 
 _OPENAI_FINISH = {"end": "stop", "tool_calls": "tool_calls", "max_tokens": "length"}
 _ANTHROPIC_STOP = {"end": "end_turn", "tool_calls": "tool_use", "max_tokens": "max_tokens"}

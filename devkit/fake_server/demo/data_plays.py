@@ -9,8 +9,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from agents.llm.fake_server.demo.conversation import Call
-from agents.llm.fake_server.demo.situation import (
+from devkit.fake_server.demo.conversation import Call
+from devkit.fake_server.demo.situation import (
     Action,
     Play,
     Situation,

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from agents.llm.fake_server.script import HttpError, Reply, ScriptedToolCall
+from devkit.fake_server.script import HttpError, Reply, ScriptedToolCall
 
 _FINISH = {"end": "STOP", "tool_calls": "STOP", "max_tokens": "MAX_TOKENS"}
 _STATUS = {

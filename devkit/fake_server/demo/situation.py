@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.llm.fake_server.demo.conversation import CONTACT_ID, EMAIL, UUID, Call, name_query
+from devkit.fake_server.demo.conversation import CONTACT_ID, EMAIL, UUID, Call, name_query
 
 
 @dataclass(frozen=True, slots=True)

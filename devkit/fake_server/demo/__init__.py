@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 
-from agents.llm.fake_server.demo.plays import choose_play, next_action
-from agents.llm.fake_server.script import RecordedRequest, Reply, Responder, ScriptedToolCall, Step
-from agents.llm.fake_server.server import FakeProviderServer
+from devkit.fake_server.demo.plays import choose_play, next_action
+from devkit.fake_server.script import RecordedRequest, Reply, Responder, ScriptedToolCall, Step
+from devkit.fake_server.server import FakeProviderServer
 
 __all__ = ["DEMO_MODEL", "DemoModelServer", "choose_play", "demo_responder", "next_action"]
 

@@ -1,4 +1,4 @@
-"""`python -m agents.llm.fake_server --port 8765 [--latency 1.0]`: a fake provider for local
+"""`python -m devkit.fake_server --port 8765 [--latency 1.0]`: a fake provider for local
 development. Point an `openai_compatible` provider at http://127.0.0.1:8765/v1, or an Anthropic or
 a Google one at http://127.0.0.1:8765; every request gets a plain answer quoting the last user
 message."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agents.llm.fake_server import FakeProviderServer, echo_responder
+from devkit.fake_server import FakeProviderServer, echo_responder
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m agents.llm.fake_server")
+    parser = argparse.ArgumentParser(prog="python -m devkit.fake_server")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")

@@ -1,8 +1,8 @@
 """The fake LLM provider: a loopback HTTP server speaking the OpenAI Chat Completions, Anthropic
 Messages and Gemini API (generateContent) wire formats, replaying scripts. Used by tests,
-benchmarks and local development (`python -m agents.llm.fake_server --port 8765`)."""
+benchmarks and local development (`python -m devkit.fake_server --port 8765`)."""
 
-from agents.llm.fake_server.script import (
+from devkit.fake_server.script import (
     Hang,
     HttpError,
     RawReply,
@@ -22,7 +22,7 @@ from agents.llm.fake_server.script import (
     text_reply,
     tool_call_reply,
 )
-from agents.llm.fake_server.server import SCRIPT_HEADER, FakeProviderServer
+from devkit.fake_server.server import SCRIPT_HEADER, FakeProviderServer
 
 __all__ = [
     "SCRIPT_HEADER",

@@ -14,9 +14,9 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from agents.llm.fake_server import embeddings, google_request, google_wire, wire
-from agents.llm.fake_server.conversation import order_error
-from agents.llm.fake_server.script import (
+from devkit.fake_server import embeddings, google_request, google_wire, wire
+from devkit.fake_server.conversation import order_error
+from devkit.fake_server.script import (
     Hang,
     HttpError,
     RawReply,
