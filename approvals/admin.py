@@ -58,6 +58,7 @@ class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     date_hierarchy = "created_at"
     search_fields = ["action_type", "action_description", "risk_explanation"]
     actions = None  # decisions are taken one at a time, in the inbox
+    list_before_template = "approvals/admin/pending_only.html"  # says what the default hides
     proposed_arguments_pretty = json_display("proposed_arguments", "Proposed arguments")
     edited_arguments_pretty = json_display("edited_arguments", "Edited arguments")
     fields = [

@@ -1,5 +1,6 @@
 """Admin lists as a new user meets them (issue 27): a search by meaning lists the best match
-first. Each page is looked at 1440 and 390 px wide, and none scrolls sideways on the phone."""
+first; a list that hides rows by default says so, with the way to see them all. Each page is
+looked at 1440 and 390 px wide, and none scrolls sideways on the phone."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import uuid
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
+from approvals.models import ApprovalStatus
 from core import tenancy
 from core.models import Agency, Role, User
 from memory.models import MemoryType
 from memory.services import memory_store
-from tests.agents.factories import AgentFactory
+from tests.agents.factories import AgentFactory, ExecutionFactory
+from tests.approvals.factories import ApprovalFactory
 from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
 from tests.factories import AgencyFactory, MembershipFactory
 from tests.processes import AsgiServer
@@ -68,3 +72,26 @@ def test_a_memory_search_by_meaning_lists_the_best_match_first(
     assert response is not None
     assert response.status == 200
     expect(rows).to_have_count(len(facts))
+
+
+def test_the_approvals_list_says_its_default_filter_hides_decided_ones(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    agency, user = _member(Role.STAFF)
+    execution = ExecutionFactory.create(agent=AgentFactory.create(agency=agency))
+    decided = [ApprovalStatus.APPROVED, ApprovalStatus.DENIED, ApprovalStatus.EXPIRED]
+    for status in [*decided, ApprovalStatus.APPROVED]:
+        ApprovalFactory.create(
+            tool_call__execution=execution, status=status, decided_at=timezone.now()
+        )
+    page = logged_in(browser, asgi_server, user).new_page()
+
+    page.goto(f"{asgi_server.url}/admin/approvals/approval/")
+    notice = page.locator("#approvals-pending-only")
+    expect(notice).to_contain_text("Only pending approvals are listed, the default: 0 of 4.")
+    _look(page, "u1-approvals-pending-only")
+
+    notice.get_by_role("link", name="Show all approvals").click()
+    expect(page.locator("#result_list tbody tr")).to_have_count(4)
+    expect(notice).to_have_count(0)
+    _look(page, "u1-approvals-all")
