@@ -78,3 +78,32 @@ def test_development_settings_load_devkit(tmp_path: Path) -> None:
     loaded = _devkit_modules_loaded("config.settings.dev", tmp_path)
     assert "devkit.services" in loaded
     assert "devkit.management" not in loaded  # commands load only when one is run
+
+
+def test_production_without_service_urls_refuses_to_start(tmp_path: Path) -> None:
+    """No embedded servers in production: loading its settings without the URLs is an error that
+    names them, and starts nothing in the data folder."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "DATABASE_", "REDIS_", "AGENTDESK_TEST_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        DJANGO_SECRET_KEY="test-only",
+        DJANGO_ALLOWED_HOSTS="agentdesk.example.com",
+        AGENTDESK_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
+        AGENTDESK_DATA_DIR=str(tmp_path / "data"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "Set DATABASE_URL and REDIS_URL" in done.stderr
+    assert not (tmp_path / "data").exists()
