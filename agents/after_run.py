@@ -2,7 +2,7 @@
 extracted and its quality scored: ``memory.after_run``), recorded with the run's end and
 delivered the way runs are, so that no broker or database outage loses it.
 
-- :func:`record`, in the transaction that ends the run (``store.finish_execution``): one
+- :func:`record`, in the transaction that ends the run (``agents.lifecycle.finish_execution``): one
   :class:`~agents.models.AfterRunWork` row per task of ``AGENTDESK_AFTER_RUN_TASKS`` (one
   INSERT), each task sent once that commits. A broker that refuses the message is logged; the
   row stays.

@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from agents import lifecycle
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
-from agents.runtime import store
 from agents.services import execution_resume
 from approvals import notify
 from approvals.models import CorrectionChoice, Question, QuestionKind, QuestionStatus
@@ -208,7 +208,7 @@ def _stop(execution: Execution, question: Question, *, now: datetime.datetime) -
         status, reason = ExecutionStatus.CANCELLED, StopReason.CANCELLED
         error = f"Stopped{who} instead of answering: {question.question[:300]}"
     _end_call(question, "question_stopped", "A person stopped the run instead.", now=now)
-    store.finish_execution(execution, status=status, stop_reason=reason, error=error)
+    lifecycle.finish_execution(execution, status=status, stop_reason=reason, error=error)
     execution.save()
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from agents import lifecycle
 from agents.models import Execution, ExecutionStatus
-from agents.runtime import store
 from approvals.models import Approval, Question
 
 
@@ -22,7 +22,7 @@ def end_waiting_run(execution: Execution, *, waiting: str, stop_reason: str, err
     row locked (:func:`lock_with_run`)."""
     if execution.status != waiting:
         return
-    store.finish_execution(
+    lifecycle.finish_execution(
         execution, status=ExecutionStatus.TIMED_OUT, stop_reason=stop_reason, error=error
     )
     execution.save()

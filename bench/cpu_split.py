@@ -32,6 +32,7 @@ from typing import Any
 from agents.llm import base as llm_base
 from agents.runtime import loop, store
 from agents.runtime.loop import run_execution
+from agents.runtime.store import deferred_commit
 from bench import common
 from core import fastdb, realtime
 from tools import executor
@@ -46,7 +47,7 @@ PARTS = (
     (executor, "_run_handler", "tool_handler"),
     (store.StepTransaction, "save", "writes"),
     (fastdb, "send_with_commit", "writes"),
-    (store._CommitInFlight, "settle", "writes"),
+    (deferred_commit.CommitInFlight, "settle", "writes"),
 )
 REPORTED = ("model_call", "tool_handler", "writes")
 

@@ -53,6 +53,7 @@ import psutil
 import redis
 from django.conf import settings
 
+from agents.lifecycle import broadcasting
 from agents.models import Execution, StepType
 from agents.runtime import store
 from agents.services.executions import enqueue_execution
@@ -210,9 +211,9 @@ def redis_hop_ms(samples: int = 300) -> float:
 
 class HotPathTimer:
     """Thread-CPU and wall time of what the committing thread does per event: building the
-    message (``store._broadcast``, called by ``add_step``) and, after the commit, handing it to
-    the publisher (the step's after-commit callback: ``realtime.broadcast``); and the publisher
-    thread's own CPU over the same stretch."""
+    message (``agents.lifecycle.broadcasting.broadcast``, called by ``add_step``) and, after the
+    commit, handing it to the publisher (the step's after-commit callback:
+    ``realtime.broadcast``); and the publisher thread's own CPU over the same stretch."""
 
     def __init__(self) -> None:
         self.cpu_ns = {"build": 0, "hand_over": 0}
@@ -232,8 +233,8 @@ class HotPathTimer:
 
     @contextmanager
     def measuring(self) -> Iterator[HotPathTimer]:
-        build = store._broadcast
-        store._broadcast = self.timed("build", build)
+        build = broadcasting.broadcast
+        broadcasting.broadcast = self.timed("build", build)
         clock = _publisher_clock()
         before = time.clock_gettime_ns(clock)
         try:
@@ -241,7 +242,7 @@ class HotPathTimer:
         finally:
             realtime.flush()
             self.publisher_cpu_ns = time.clock_gettime_ns(clock) - before
-            store._broadcast = build
+            broadcasting.broadcast = build
 
 
 def _publisher_clock() -> int:

@@ -47,13 +47,13 @@ import redis
 from channels.layers import get_channel_layer
 from django.test import override_settings
 
+from agents.lifecycle import protocol
 from agents.models import Execution, StepType
 from agents.runtime import streaming
 from agents.runtime.loop import run_execution
 from bench import common
 from core import realtime, tenancy
 from crm.models import Contact
-from live import protocol
 from tools.models import ToolCall
 
 MODES = ("off", "unwatched", "ask_every_call", "watched")

@@ -25,6 +25,7 @@ from django.db.models import Exists, OuterRef
 from django.urls import reverse
 from django.utils import timezone
 
+from agents import lifecycle
 from agents.models import (
     Agent,
     Execution,
@@ -33,8 +34,6 @@ from agents.models import (
     StopReason,
     StuckAction,
 )
-from agents.runtime import store
-from agents.services.executions import cancel_pending_decisions
 from approvals import notify
 from core import tenancy
 from core.events import event_emit
@@ -186,7 +185,8 @@ def _cancel(
 ) -> str:
     """As the cancel service (agents.services.executions.execution_cancel) does, with the stop
     reason ``stuck``: a run whose worker holds it gets the cancel request (the worker ends it at
-    its next check, with this reason: :func:`cancel_reason`), any other ends now.
+    its next check, with this reason: :func:`cancel_reason`), any other ends now (its pending
+    decisions cancelled with it: approvals' run-ended listener).
     Precondition: the run's row locked."""
     execution.cancel_requested_at = execution.cancel_requested_at or now
     if (
@@ -197,8 +197,7 @@ def _cancel(
     ):
         execution.save(update_fields=["cancel_requested_at", "updated_at"])
         return StuckOutcome.CANCEL_REQUESTED
-    cancel_pending_decisions(execution)
-    store.finish_execution(
+    lifecycle.finish_execution(
         execution,
         status=ExecutionStatus.CANCELLED,
         stop_reason=StopReason.STUCK,

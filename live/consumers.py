@@ -1,5 +1,6 @@
 """Websocket consumers: one execution's events, and one agency's dashboard. Thin: who may watch
-is decided by :mod:`live.auth` and :mod:`live.selectors`; what is sent is :mod:`live.protocol`.
+is decided by :mod:`live.auth` and :mod:`live.selectors`; what is sent is :mod:`live.protocol`
+(the sockets' own) and :mod:`agents.lifecycle.protocol` (the events).
 Nothing is writable over a socket: a client may only authenticate and ping. Authenticating,
 and closing a socket whose credential ends or changes, is :mod:`live.authenticating`'s.
 
@@ -24,6 +25,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.http import Http404
 
+from agents.lifecycle.protocol import ExecutionEvent
 from agents.models import Execution, ExecutionStatus
 from core import realtime
 from core.api.principal import Principal, principal_context
@@ -124,7 +126,7 @@ class ExecutionConsumer(AuthenticatingConsumer):
     @database_sync_to_async
     def _read(
         self, after: int, *, upto: int | None = None
-    ) -> tuple[protocol.Snapshot, list[protocol.ExecutionEvent]]:
+    ) -> tuple[protocol.Snapshot, list[ExecutionEvent]]:
         assert self.principal is not None
         with principal_context(self.principal):
             execution = selectors.execution_for_watcher(
@@ -135,7 +137,7 @@ class ExecutionConsumer(AuthenticatingConsumer):
             events = selectors.execution_events(execution=execution, after=after, upto=upto)
         return snapshot, events
 
-    async def _send_events(self, events: list[protocol.ExecutionEvent]) -> None:
+    async def _send_events(self, events: list[ExecutionEvent]) -> None:
         for event in events:
             if event["seq"] > self.last_seq:
                 await self.send(text_data=_event_text(event))
@@ -231,7 +233,7 @@ _EVENT_TEXTS: dict[tuple[str, int], str] = {}
 _EVENT_TEXTS_LIMIT = 1024
 
 
-def _event_text(event: protocol.ExecutionEvent) -> str:
+def _event_text(event: ExecutionEvent) -> str:
     """The event as the client receives it, JSON (an execution's events are numbered: one
     number, one event)."""
     key = (event["execution_id"], event["seq"])
@@ -243,7 +245,7 @@ def _event_text(event: protocol.ExecutionEvent) -> str:
     return text
 
 
-def _client_event(event: protocol.ExecutionEvent) -> dict[str, Any]:
+def _client_event(event: ExecutionEvent) -> dict[str, Any]:
     """The group message as the client receives it: ``type`` is the event's kind."""
     return {
         "type": event["kind"],

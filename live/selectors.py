@@ -12,6 +12,14 @@ import bisect
 import uuid
 from typing import Any
 
+from agents.lifecycle.protocol import (
+    GROUP_EVENT,
+    ExecutionEvent,
+    clip_text,
+    iso,
+    status_data,
+    step_data,
+)
 from agents.models import Execution, ExecutionStatus, ExecutionStep, StateTransition, StepType
 from approvals.models import Approval, ApprovalStatus
 from core.api.principal import Principal
@@ -48,7 +56,7 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
             "question_id": (execution.input_request or {}).get("question_id"),
             "tool_name": approval.action_type if approval else "",
             "input_request": execution.input_request or {},
-            "wait_until": protocol.iso(execution.wait_until),
+            "wait_until": iso(execution.wait_until),
         }
     return {
         "type": "snapshot",
@@ -58,8 +66,8 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
         "agent_name": execution.agent.name,
         "status": execution.status,
         "stop_reason": execution.stop_reason,
-        "error": protocol.clip_text(execution.error),
-        "output": protocol.clip_text(execution.output),
+        "error": clip_text(execution.error),
+        "output": clip_text(execution.output),
         "totals": {
             "tokens_total": execution.tokens_total,
             "cost_usd": str(execution.cost_usd),
@@ -69,8 +77,8 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
             "current_step": execution.current_step,
         },
         "waiting": waiting,
-        "started_at": protocol.iso(execution.started_at),
-        "completed_at": protocol.iso(execution.completed_at),
+        "started_at": iso(execution.started_at),
+        "completed_at": iso(execution.completed_at),
     }
 
 
@@ -84,7 +92,7 @@ def failed_tool_calls(execution: Execution) -> int:
 
 def execution_events(
     *, execution: Execution, after: int, upto: int | None = None
-) -> list[protocol.ExecutionEvent]:
+) -> list[ExecutionEvent]:
     """The execution's events numbered ``after < seq <= upto`` (no upper bound: all committed),
     in order, as they were broadcast. Steps written before steps were numbered are left out."""
     transitions = list(
@@ -96,26 +104,24 @@ def execution_events(
     if upto is not None:
         steps = steps.filter(sequence__lte=upto)
     base = {"execution_id": str(execution.id), "agent_id": str(execution.agent_id)}
-    events: list[protocol.ExecutionEvent] = []
+    events: list[ExecutionEvent] = []
     for seq, from_state, to_state, reason in transitions:
         if seq > after and (upto is None or seq <= upto):
-            data = protocol.status_data(from_status=from_state, to_status=to_state, reason=reason)
+            data = status_data(from_status=from_state, to_status=to_state, reason=reason)
             events.append(_event(base, "status", seq, to_state, data))
     # A step's status is the one its run was in when it was written: the last state entered
     # before it (the runtime broadcasts execution.status at that moment).
     numbers = [seq for seq, *_ in transitions]
     for row in steps.values(*_STEP_COLUMNS):
         state = transitions[bisect.bisect_left(numbers, row["sequence"]) - 1][2]
-        events.append(_event(base, "step", row["sequence"], state, protocol.step_data(row)))
+        events.append(_event(base, "step", row["sequence"], state, step_data(row)))
     events.sort(key=lambda event: event["seq"])
     return events
 
 
-def _event(
-    base: dict[str, str], kind: Any, seq: int, status: str, data: Any
-) -> protocol.ExecutionEvent:
+def _event(base: dict[str, str], kind: Any, seq: int, status: str, data: Any) -> ExecutionEvent:
     return {
-        "type": protocol.GROUP_EVENT,
+        "type": GROUP_EVENT,
         "kind": kind,
         "seq": seq,
         "execution_id": base["execution_id"],

@@ -42,6 +42,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents import lifecycle
 from agents.models import (
     INPUT_MAX_CHARS,
     TERMINAL_STATUSES,
@@ -55,9 +56,7 @@ from agents.models import (
     StopReason,
     TriggerType,
 )
-from agents.runtime import store
 from agents.services import (
-    cancel_pending_decisions,
     execution_cancel,
     execution_create,
     execution_resume,
@@ -406,9 +405,10 @@ def _answer(child: Execution) -> dict[str, Any]:
 
 # --- a run's end --------------------------------------------------------------------------------
 def run_ended(execution: Execution) -> None:
-    """Called as any run ends (store.finish_execution, in the transaction that ends it, the
-    row's new status set but not yet written). A run that did not complete cancels the runs it
-    delegated to that still go on; a delegated run answers its parent (see :func:`_answer_parent`).
+    """Called as a run ends (by teams.run_ended, a run-ended listener: in the transaction that
+    ends it, the row's new status set but not yet written). A run that did not complete cancels
+    the runs it delegated to that still go on; a delegated run answers its parent (see
+    :func:`_answer_parent`).
     """
     if execution.status != ExecutionStatus.COMPLETED:
         cancel_children(execution)
@@ -563,8 +563,8 @@ def wait_expire(execution: Execution, *, now: datetime.datetime) -> bool:
         ):
             return False
         agent = (locked.input_request or {}).get("agent", "another agent")
-        cancel_pending_decisions(locked)  # its delegate_to_agent call
-        store.finish_execution(
+        # Its delegate_to_agent call is cancelled with it (approvals' run-ended listener).
+        lifecycle.finish_execution(
             locked,
             status=ExecutionStatus.TIMED_OUT,
             stop_reason=StopReason.TIMEOUT,

@@ -20,8 +20,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from agents import lifecycle
 from agents.models import Agent, Execution, ExecutionStatus, LLMProvider
-from agents.runtime import store
 from agents.services import execution_cancel
 from core import tenancy
 from devkit import embedded
@@ -187,7 +187,7 @@ def pending_execution(agent: Agent, *, input_text: str) -> Execution:
             agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
             trigger_type="manual", input=input_text,
         )  # fmt: skip
-        store.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
+        lifecycle.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
         execution.save()
     return execution
 

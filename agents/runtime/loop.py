@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents import lifecycle
 from agents.llm import (
     Completion,
     LLMDeadlineExceeded,
@@ -59,7 +60,6 @@ from agents.runtime.plugins import plugins as run_plugins
 from agents.runtime.providers import provider_config_for, provider_limits_for
 from agents.runtime.setup import build_snapshot, pinned_agent
 from agents.services.executions import (
-    cancel_pending_decisions,
     execution_cancel,
     schedule_wake,
 )
@@ -104,12 +104,12 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
             return "not_claimed"
         execution = claim.execution
         # With its agency and site (one query): switched off after the trigger, the run ends
-        # here, before any model call, in the claim's own commit.
+        # here, before any model call, in the claim's own commit (an approved call it was
+        # waiting to run is cancelled with it: a claim's end is not a step of its worker).
         agent = Agent.objects.select_related("agency", "site").get(pk=execution.agent_id)
         switched_off = _switched_off(agent)
         if switched_off:
             when = "started" if claim.first_claim else "resumed"
-            cancel_pending_decisions(execution)  # an approved call it was waiting to run
             claim.tx.finish(
                 ExecutionStatus.CANCELLED,
                 stop_reason=StopReason.CANCELLED,
@@ -910,7 +910,7 @@ class _Run:
         if isinstance(reservation, tuple):
             self._settle()
             with tenancy.agency_context(self.execution.agency_id):
-                store.release_budget_reservation(self.execution, holder=self.worker)
+                lifecycle.release_budget_reservation(self.execution, holder=self.worker)
 
     def resumed_after_outage(self) -> _Run:
         """This run as the database has it after a lost connection, to go on from its last

@@ -28,13 +28,14 @@ from typing import Literal
 
 import redis
 
+from agents.lifecycle.states import PROVIDER_RATE_LIMIT_WAIT
 from tools.ratelimit import get_redis
 
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "agentdesk:llmrl"
 # A run parked by a limit has this kind of input request (beat resumes it with no observation).
-INPUT_REQUEST_KIND = "provider_rate_limit"
+INPUT_REQUEST_KIND = PROVIDER_RATE_LIMIT_WAIT
 WINDOW_SECONDS = 60
 LimitName = Literal["requests_per_minute", "tokens_per_minute"]
 

@@ -5,11 +5,11 @@ A run registers its execution's group with the process's listener watch while it
 one ``PUBSUB NUMSUB``, every ``AGENTDESK_TOKEN_WATCH_SECONDS``), so knowing before a model call
 whether anyone watches costs a dictionary lookup; only a run's first call may wait for one Redis
 round trip. Watched, the call is streamed (``Provider.complete(on_text=...)``) and its text goes
-to the group as ``execution.token`` messages (live/protocol.py ``TokenEvent``), at once, batched
-by the publisher; the reply is persisted exactly as an unstreamed one when the call ends, and its
-step event follows the tokens. Not watched, the call is the unstreamed call it always was.
-Nothing of a stream is persisted: a call that fails or is retried leaves the text it streamed
-without a step.
+to the group as ``execution.token`` messages (agents/lifecycle/protocol.py ``TokenEvent``), at
+once, batched by the publisher; the reply is persisted exactly as an unstreamed one when the call
+ends, and its step event follows the tokens. Not watched, the call is the unstreamed call it
+always was. Nothing of a stream is persisted: a call that fails or is retried leaves the text it
+streamed without a step.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from types import TracebackType
 
 from django.conf import settings
 
+from agents.lifecycle import protocol
 from core import realtime
-from live import protocol
 
 
 class Watchers:

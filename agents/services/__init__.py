@@ -14,7 +14,6 @@ from agents.services.agents import (
 )
 from agents.services.executions import (
     agents_subscribed,
-    cancel_pending_decisions,
     enqueue_execution,
     event_dispatch,
     execution_cancel,
@@ -36,7 +35,6 @@ __all__ = [
     "agent_update",
     "agent_version_restore",
     "agents_subscribed",
-    "cancel_pending_decisions",
     "enqueue_execution",
     "event_dispatch",
     "execution_cancel",

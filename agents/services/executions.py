@@ -13,6 +13,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 from django.utils import timezone
 
+from agents import lifecycle
+from agents.lifecycle.states import PROVIDER_RATE_LIMIT_WAIT
 from agents.models import (
     Agent,
     Execution,
@@ -25,7 +27,6 @@ from agents.models import (
     TriggerOutcome,
     TriggerType,
 )
-from agents.runtime import provider_limits, store
 from agents.triggers import InvalidConditions, unmet_condition, validate_conditions
 from core import fastdb
 from core.events import subscriptions_for
@@ -174,7 +175,7 @@ def execution_create(
         initial_context=initial_context or {},
     )
     rows: list[Model] = []
-    store.record_transition(
+    lifecycle.record_transition(
         execution,
         ExecutionStatus.PENDING,
         reason=f"{trigger_type} trigger",
@@ -251,30 +252,6 @@ def skipped_trigger(agent: Agent) -> TriggerLog | None:
     )
 
 
-def cancel_pending_decisions(execution: Execution) -> None:
-    """A run that ends while it waits for a human: its waiting tool calls, approval requests and
-    questions are cancelled with it, so the inbox shows nothing left to decide."""
-    from approvals.models import Approval, ApprovalStatus, Question, QuestionStatus  # noqa: PLC0415
-    from tools.models import ToolCall, ToolCallStatus  # noqa: PLC0415
-
-    now = timezone.now()
-    ToolCall.objects.filter(
-        execution_id=execution.id,
-        status__in=[ToolCallStatus.WAITING_APPROVAL, ToolCallStatus.WAITING_INPUT],
-    ).update(
-        status=ToolCallStatus.CANCELLED,
-        error="The run ended before this call ran.",
-        error_code="run_ended",
-        updated_at=now,
-    )
-    Approval.objects.filter(execution_id=execution.id, status=ApprovalStatus.PENDING).update(
-        status=ApprovalStatus.CANCELLED, updated_at=now
-    )
-    Question.objects.filter(execution_id=execution.id, status=QuestionStatus.PENDING).update(
-        status=QuestionStatus.CANCELLED, resolution_action="run ended first", updated_at=now
-    )
-
-
 def execution_cancel(*, execution: Execution, reason: str = "Cancelled on request.") -> Execution:
     """Cancel a run: at once when it is not running; otherwise the worker stops before its next
     model call or tool. Idempotent. Precondition: in the execution's agency context."""
@@ -302,9 +279,9 @@ def execution_cancel(*, execution: Execution, reason: str = "Cancelled on reques
             return locked
         # Pending, waiting, or running without a live owner (its worker died, or its lease ran
         # out and the reaper has not come by yet): nobody would see a request, so the run ends
-        # here. A stalled worker that wakes up finds its lease gone and writes nothing.
-        cancel_pending_decisions(locked)
-        store.finish_execution(
+        # here (its pending decisions are cancelled with it: approvals' run-ended listener). A
+        # stalled worker that wakes up finds its lease gone and writes nothing.
+        lifecycle.finish_execution(
             locked, status=ExecutionStatus.CANCELLED, stop_reason=StopReason.CANCELLED, error=reason
         )
         locked.save()
@@ -349,7 +326,7 @@ def execution_resume_due(execution: Execution, *, now: datetime.datetime) -> Exe
             or locked.wait_until > now
         ):
             return locked
-        if locked.input_request.get("kind") == provider_limits.INPUT_REQUEST_KIND:
+        if locked.input_request.get("kind") == PROVIDER_RATE_LIMIT_WAIT:
             return _resume(locked, observation=None, reason="provider rate limit window over")
         return _resume(
             locked,
@@ -395,7 +372,7 @@ def _resume(
             started_at=timezone.now(),
             completed_at=timezone.now(),
         )
-    store.record_transition(
+    lifecycle.record_transition(
         locked, ExecutionStatus.PENDING, reason=reason, transition_type=TransitionType.NORMAL
     )
     locked.wait_until = None

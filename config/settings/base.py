@@ -412,6 +412,18 @@ AGENTDESK_RUN_PLUGINS = env.list(
         "approvals.run_plugin.ApprovalsPlugin",  # ask_user's wait, self-correction questions
     ],
 )
+# What the features do as a run ends (agents/lifecycle/listeners.py, docs/decisions/0010): dotted
+# paths of callables taking a RunEnded, called in this order inside the transaction that ends the
+# run (one that raises rolls the end back). Loaded once per process.
+AGENTDESK_RUN_ENDED_LISTENERS = env.list(
+    "AGENTDESK_RUN_ENDED_LISTENERS",
+    default=[
+        # First: the episode then records the calls it cancels as they end.
+        "approvals.run_ended.cancel_pending_decisions",  # tool calls, approvals, questions
+        "memory.run_ended.record_episode",  # the run's episode (completed after the run)
+        "teams.run_ended.delegation_ended",  # resume the delegating run; cancel delegated ones
+    ],
+)
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)
 # with each step's write (flow/runtime.py). Off: none are written; loop and stuck detection
 # work either way.

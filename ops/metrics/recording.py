@@ -77,7 +77,7 @@ def run_started(agent: Agent, *, trigger: str) -> None:
 
 
 def run_finished(execution: Execution) -> None:
-    """A run ended (``agents.runtime.store.finish_execution``, in the ending transaction):
+    """A run ended (``agents.lifecycle.finish_execution``, in the ending transaction):
     counted once that transaction commits."""
     if not ENABLED:
         return

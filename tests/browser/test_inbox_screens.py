@@ -13,8 +13,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
+from agents import lifecycle
 from agents.models import ExecutionStatus, StepType
-from agents.runtime import store
 from agents.services import execution_cancel
 from approvals.models import Approval, Question, QuestionKind, RiskLevel
 from core import realtime, tenancy
@@ -252,7 +252,9 @@ def test_the_list_updates_live_and_an_empty_inbox_says_why(
     with tenancy.agency_context(agency.pk):
         # Park a run the way the runtime does (a status change is what the page listens for).
         locked = type(execution).objects.select_for_update().get(pk=execution.pk)
-        store.record_transition(locked, ExecutionStatus.WAITING_APPROVAL, reason="approval needed")
+        lifecycle.record_transition(
+            locked, ExecutionStatus.WAITING_APPROVAL, reason="approval needed"
+        )
         locked.save(update_fields=["status", "sequence", "updated_at"])
     realtime.flush()
     expect(inbox.get_by_text("Send email 'New one' to ben@example.com")).to_be_visible(

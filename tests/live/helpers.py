@@ -19,6 +19,7 @@ from django.test import Client
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from agents import lifecycle
 from agents.models import Execution, ExecutionStatus, StepType
 from agents.runtime import store
 from core import realtime, tenancy
@@ -104,7 +105,9 @@ class ScriptedRun:
                 agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
                 trigger_type="manual", input="watch me",
             )  # fmt: skip
-            store.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
+            lifecycle.record_transition(
+                execution, ExecutionStatus.PENDING, reason="test", created=True
+            )
             execution.save()
         return cls(execution, agent)
 

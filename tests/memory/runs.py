@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from agents import lifecycle
 from agents.models import Agent, Execution, ExecutionStatus
-from agents.runtime import store
 from agents.runtime.loop import run_execution
 from core import tenancy
 from memory.episodes import DONE_KEY, episode_complete
@@ -21,7 +21,7 @@ def run_to_end(agent: Agent, text: str, **fields: Any) -> Execution:
             agency_id=agent.agency_id, agent=agent, site_id=agent.site_id,
             trigger_type="manual", input=text, **fields,
         )  # fmt: skip
-        store.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
+        lifecycle.record_transition(execution, ExecutionStatus.PENDING, reason="test", created=True)
         execution.save()
     run_execution(execution.id, agency_id=agent.agency_id)
     with tenancy.agency_context(agent.agency_id):

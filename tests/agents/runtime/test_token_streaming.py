@@ -18,12 +18,12 @@ import redis
 from channels.layers import get_channel_layer
 
 from agents import tasks
+from agents.lifecycle import protocol
 from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, StepType
 from agents.runtime.loop import run_execution
 from core import realtime, tenancy
 from devkit.fake_server import FakeProviderServer
 from devkit.fake_server.script import Reply, by_turn, rate_limited, text_reply, tool_call_reply
-from live import protocol
 from tests.processes import Worker, pending_execution, wait_for
 
 KINDS = ["openai", "anthropic", "google"]

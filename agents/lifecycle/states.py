@@ -1,4 +1,5 @@
-"""The execution state machine (DESIGN.md): which status may follow which."""
+"""The execution state machine (DESIGN.md): which status may follow which (the lifecycle
+checks every transition against it)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,9 @@ ALLOWED: dict[str, frozenset[str]] = {
 
 def can_transition(from_status: str, to_status: str) -> bool:
     return to_status in ALLOWED.get(from_status, frozenset())
+
+
+# What a run parked by an LLM provider's own limit waits for (``Execution.input_request["kind"]``,
+# agents/runtime/provider_limits.py): the window's end, after which it resumes with no
+# observation (agents.services.executions.execution_resume_due).
+PROVIDER_RATE_LIMIT_WAIT = "provider_rate_limit"

@@ -10,8 +10,8 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 from django.utils import timezone
 
+from agents import lifecycle
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
-from agents.runtime import store
 from agents.services import execution_cancel
 from core import tenancy
 from tests.agents.factories import AgentFactory
@@ -29,8 +29,8 @@ STOP_REASONS: dict[str, str] = {
 def _finish(
     agent: Agent, status: str, *, ran_ms: int = 1500, error: str = "", tokens: int = 0
 ) -> Execution:
-    """A run of ``agent`` that ran ``ran_ms`` and ends with ``status``, through the runtime's
-    own end of a run, in one agency transaction."""
+    """A run of ``agent`` that ran ``ran_ms`` and ends with ``status``, through the lifecycle's
+    end of a run, in one agency transaction."""
     with tenancy.agency_context(agent.agency_id):
         execution = Execution.objects.create(
             agency_id=agent.agency_id,
@@ -41,7 +41,7 @@ def _finish(
             started_at=timezone.now() - datetime.timedelta(milliseconds=ran_ms),
             tokens_total=tokens,
         )
-        store.finish_execution(
+        lifecycle.finish_execution(
             execution, status=status, stop_reason=STOP_REASONS[status], error=error
         )
         execution.save()
