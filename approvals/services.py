@@ -19,6 +19,7 @@ from agents import lifecycle
 from agents.models import Agent, DecisionPoint, ExecutionStatus, StopReason, TransitionType
 from agents.services import enqueue_execution
 from approvals import notify
+from approvals.edits import approval_check_edit
 from approvals.models import Approval, ApprovalStatus
 from approvals.waiting import end_waiting_run, lock_with_run
 from core.events import event_emit
@@ -27,7 +28,6 @@ from core.models import ActorType
 from flow import decisions
 from ops import metrics
 from tools.models import ToolCall, ToolCallStatus
-from tools.validation import validate_arguments
 
 REASON_MAX_CHARS = 2000
 
@@ -45,21 +45,6 @@ def _already(locked: Approval) -> ApplicationError:
         status=409,
         current_status=locked.status,
     )
-
-
-def _check_edit(locked: Approval, edited_arguments: dict[str, Any]) -> None:
-    if locked.tool_call_id is None:
-        return
-    tool_call = ToolCall.objects.select_related("tool").get(pk=locked.tool_call_id)
-    if tool_call.tool is None:
-        return
-    errors = validate_arguments(tool_call.tool.parameters_schema, edited_arguments)
-    if errors:
-        raise ApplicationError(
-            "invalid_arguments",
-            "The edited arguments do not match the tool's parameters.",
-            errors=[e.to_dict() for e in errors],
-        )
 
 
 def approval_decide(
@@ -102,7 +87,7 @@ def approval_decide(
                 "setting is off).",
             )
         if edited_arguments is not None:
-            _check_edit(locked, edited_arguments)
+            approval_check_edit(approval=locked, arguments=edited_arguments)
         locked.status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
         locked.decided_by_id = user_id
         locked.decided_at = timezone.now()

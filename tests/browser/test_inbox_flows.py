@@ -24,7 +24,7 @@ from core.models import Role, User
 from crm.models import Contact, EmailMessage, Note
 from devkit.fake_server import FakeProviderServer
 from devkit.fake_server.script import Reply, by_turn, text_reply, tool_call_reply
-from tests.browser.conftest import PHONE, logged_in, screenshot
+from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
 from tests.factories import MembershipFactory
 from tests.processes import AsgiServer, Worker, wait_for
 from tools.models import ToolCall, ToolCallStatus
@@ -110,6 +110,18 @@ def _status(execution: Execution) -> str:
 def _no_sideways_scroll(page: Page) -> None:
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"] + 1, f"{page.url} scrolls sideways ({width} px)"
+
+
+def _at_both_widths(page: Page, name: str) -> None:
+    """The page as it is, photographed at 1440 px and at 390 px (where it must not scroll
+    sideways), then back at 1440 px."""
+    page.set_viewport_size(DESKTOP)
+    screenshot(page, f"{name}-desktop")
+    page.set_viewport_size(PHONE)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"{page.url} scrolls sideways at 390 px ({width} px)"
+    screenshot(page, f"{name}-phone")
+    page.set_viewport_size(DESKTOP)
 
 
 @pytest.fixture
@@ -291,20 +303,24 @@ def test_an_invalid_edit_is_refused_at_its_field_and_a_valid_one_runs_as_edited(
     approver = _approver(agent)
     page = approver_session(approver).new_page()
     page.goto(f"{asgi_server.url}/approvals/{approval.pk}/")
+    _at_both_widths(page, "inbox-flow-edit-approval")
     page.locator('[data-action="edit"]').click()
 
     # Prefilled with what the model proposed.
     expect(page.locator("#id_arg-to")).to_have_value("ana@northwind.example")
     expect(page.locator("#id_arg-subject")).to_have_value("Q3 offer")
     expect(page.locator("#id_arg-body")).to_have_value(body)
+    _at_both_widths(page, "inbox-flow-edit-form")
 
-    # A recipient that is no address: the form takes any line, the tool's schema refuses it.
+    # A recipient that is no address: the form takes any line, the tool's schema refuses it at
+    # "Review changes" already (issue 27 item 7), before anything asks to confirm it.
     page.fill("#id_arg-to", "ana@northwind.example\nben at northwind")
     page.get_by_role("button", name="Review changes").click()
-    expect(page.get_by_text("Approve with these arguments?")).to_be_visible()
-    page.locator('[data-action="confirm-edit"]').click()
     to_field = page.locator('.inbox-field--error[data-field="arg-to"]')
     expect(to_field).to_contain_text("line 2: 'ben at northwind' is not a valid e-mail address")
+    expect(page.get_by_text("Approve with these arguments?")).to_have_count(0)
+    expect(page.locator('[data-action="confirm-edit"]')).to_have_count(0)
+    _at_both_widths(page, "inbox-flow-edit-refused-at-review")
     screenshot(page, "inbox-flow-edit-refused-desktop", full_page=False)
     approval = _approval(execution)
     assert (approval.status, approval.edited_arguments) == (ApprovalStatus.PENDING, None)
@@ -317,10 +333,12 @@ def test_an_invalid_edit_is_refused_at_its_field_and_a_valid_one_runs_as_edited(
     changes = page.locator(".inbox-changes")
     expect(changes).to_contain_text("ben@northwind.example")
     expect(changes).to_contain_text("Q3 offer (for Ben)")
+    _at_both_widths(page, "inbox-flow-edit-confirm")
     page.locator('[data-action="confirm-edit"]').click()
 
     page.wait_for_url(f"{asgi_server.url}/approvals/")
     expect(page.get_by_text("Approved with your changes:")).to_be_visible()
+    _at_both_widths(page, "inbox-flow-edit-approved")
     edited = {**proposed, "to": ["ben@northwind.example"], "subject": "Q3 offer (for Ben)"}
     approval = _approval(execution)
     assert approval.status == ApprovalStatus.APPROVED

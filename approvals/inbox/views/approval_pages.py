@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents.models import StopReason
+from approvals.edits import approval_check_edit
 from approvals.inbox import selectors
 from approvals.inbox.forms import DenyForm
 from approvals.inbox.schema_form import ArgumentsForm
@@ -250,13 +251,24 @@ def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, An
     return rows
 
 
+def _refused_edit(
+    request: HttpRequest, form: ArgumentsForm, context: dict[str, Any], error: ApplicationError
+) -> HttpResponse:
+    """The edit form again, with what the tool's schema (or the decision) refused."""
+    if error.code == "invalid_arguments":
+        form.add_argument_errors(error.extra.get("errors") or [])
+    else:
+        form.add_error(None, error.message)
+    return render_page(request, "approvals/inbox/edit.html", context, status=400)
+
+
 @require_http_methods(["GET", "POST"])
 def approval_edit(  # noqa: PLR0911 - one return per step of the flow
     request: HttpRequest, approval_id: uuid.UUID
 ) -> HttpResponse:
-    """GET: the arguments as a form. POST: the confirmation page (what changed); POST with
-    ``confirmed``: approve with the edited arguments, which the service validates against the
-    tool's schema again (an invalid edit comes back here with the errors, nothing decided)."""
+    """GET: the arguments as a form. POST: the confirmation page (what changed), once the
+    edited arguments match the tool's schema (else the form again, with the errors); POST with
+    ``confirmed``: approve with them, which the service checks again with the same code."""
     approval = _approval(request, approval_id)
     if approval.status != ApprovalStatus.PENDING:
         if request.method == "POST":
@@ -274,6 +286,11 @@ def approval_edit(  # noqa: PLR0911 - one return per step of the flow
         return render_page(request, "approvals/inbox/edit.html", context)
     edited = form.arguments()
     if "confirmed" not in request.POST:
+        try:
+            with selectors.inbox_scope(approval.agency_id):
+                approval_check_edit(approval=approval, arguments=edited)
+        except ApplicationError as exc:
+            return _refused_edit(request, form, context, exc)
         context["changes"] = _changes(approval.proposed_arguments or {}, edited)
         context["raw_edited"] = json.dumps(edited, indent=2, ensure_ascii=False)
         return render_page(request, "approvals/inbox/edit_confirm.html", context)
@@ -281,10 +298,6 @@ def approval_edit(  # noqa: PLR0911 - one return per step of the flow
     if response is not None:
         return response
     if error is not None:
-        if error.code == "invalid_arguments":
-            form.add_argument_errors(error.extra.get("errors") or [])
-        else:
-            form.add_error(None, error.message)
-        return render_page(request, "approvals/inbox/edit.html", context, status=400)
+        return _refused_edit(request, form, context, error)
     messages.success(request, f"Approved with your changes: {selectors.action_in_words(approval)}.")
     return redirect("approvals_inbox:list")
