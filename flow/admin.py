@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 
 from agents.admin.common import json_display, run_link
+from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
 
@@ -21,6 +22,12 @@ EXAMPLE = (
 
 @admin.register(ExpectedWorkflow)
 class ExpectedWorkflowAdmin(AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No expected workflow yet",
+        "An expected workflow lists the states, tools and transitions a run of an agent (or of "
+        "every agent of a type) should go through. Add one: each of their runs that ends is "
+        "then compared with it under Completeness.",
+    )
     list_display = ["name", "agent_type", "agent", "category", "is_active", "updated_at"]
     list_filter = ["agent_type", "is_active", "category"]
     list_select_related = ["agent"]
@@ -53,6 +60,14 @@ class ExpectedWorkflowAdmin(AgencyScopedAdmin):
 
 @admin.register(CompletenessAnalysis)
 class CompletenessAnalysisAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No run analysed yet",
+        "A minute or so after a run ends, it is compared here with its agent's expected "
+        "workflow: which states and tools it missed or added, with a score. Only agents with an "
+        "expected workflow get one: start there.",
+        link_label="Expected workflows",
+        link_url_name="admin:flow_expectedworkflow_changelist",
+    )
     list_display = [
         "execution_link", "agent", "workflow", "score", "is_complete", "analyzed_at",
     ]  # fmt: skip
@@ -82,6 +97,12 @@ class CompletenessAnalysisAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
 @admin.register(LoopDetection)
 class LoopDetectionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No loop caught",
+        "When a run repeats the same tool call or reply over and over, it is caught and listed "
+        "here with what it repeated and what was done (a person asked, or the run ended). "
+        "Nothing to do until then.",
+    )
     list_display = ["execution_link", "agent", "kind", "outcome", "occurrences", "detected_at"]
     list_filter = ["outcome", "kind"]
     list_select_related = ["execution", "agent"]
@@ -99,6 +120,11 @@ class LoopDetectionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
 @admin.register(StuckRun)
 class StuckRunAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No stuck run",
+        "A run that stays in one state longer than its expected workflow (or the usual time) "
+        "allows is flagged here, with what was done about it. Nothing to do until then.",
+    )
     list_display = [
         "execution_link", "agent", "state", "entered_at", "expected_seconds", "action_taken",
         "flagged_at",

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from unfold.decorators import action, display
 
+from core.admin_empty import EmptyState
 from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, has_role, request_agency
 from core.exceptions import ApplicationError
 from core.models import Agency, Membership, Role, User
@@ -217,6 +218,12 @@ class InvitationStatusFilter(admin.SimpleListFilter):
 class InvitationAdmin(AgencyScopedAdmin):
     """Agency admins only, reads included. The add page is the invite form; an invitation is
     never edited: it is resent (a new link) or revoked."""
+
+    empty_state = EmptyState(
+        "No invitation yet",
+        "Invite a colleague by e-mail with a role: they get a link to set their password and "
+        "join your agency. Each invitation is listed here, pending until it is accepted.",
+    )
 
     form = InviteForm
     write_roles = ADMIN_ROLES

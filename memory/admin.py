@@ -30,6 +30,7 @@ from agents.admin.common import (
     link,
 )
 from agents.models import Agent
+from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from core.exceptions import ApplicationError
 from memory.models import Conversation, Episode, Memory, MemoryChange
@@ -115,6 +116,11 @@ class MemoryForm(ModelForm[Memory]):
 
 @admin.register(Memory)
 class MemoryAdmin(AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No memory yet",
+        "Agents store what they learn here as they run (facts, preferences, what worked) and "
+        "recall it in later runs. Run an agent with memory on, or add a memory by hand.",
+    )
     form = MemoryForm
     formfield_overrides = COMPACT_WIDGETS
     list_display = [

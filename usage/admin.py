@@ -9,6 +9,7 @@ from django import forms
 from django.contrib import admin
 
 from agents.admin.common import json_display
+from core.admin_empty import EmptyState
 from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
 from usage.admin_mixins import CsvExportMixin, UsageChartsMixin
 from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod
@@ -69,6 +70,11 @@ class BudgetForm(forms.ModelForm[Budget]):
 
 @admin.register(Budget)
 class BudgetAdmin(CsvExportMixin, AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No budget yet",
+        "Spending on model calls is not capped until a budget is set. Add one: its daily "
+        "limit applies from the day it starts on, every day after it.",
+    )
     csv_columns = [
         ("date", "date"), ("limit_usd", "limit_usd"), ("used_usd", "used_usd"),
         ("reserved_usd", "reserved_usd"), ("invocations_count", "invocations_count"),

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from core.admin_empty import EmptyState
 from core.admin_scoping import WRITE_ROLES, AgencyScopedAdmin, has_role
 from webhooks.models import Webhook
 from webhooks.services import (
@@ -56,6 +57,11 @@ def shown_once(before: str, secret: str, after: str) -> SafeString:
 
 @admin.register(Webhook)
 class WebhookAdmin(AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No webhook yet",
+        "A webhook is a URL another system (a form, a CRM, a shop) posts to, to start a run of "
+        "one of your agents. Add one and pick the agent; its secret is shown once, to copy.",
+    )
     list_display = ["name", "agent", "is_enabled", "url", "last_delivery_at", "rotated_at"]
     list_filter = ["is_enabled"]
     search_fields = ["name", "agent__name"]

@@ -95,3 +95,34 @@ def test_the_approvals_list_says_its_default_filter_hides_decided_ones(
     expect(page.locator("#result_list tbody tr")).to_have_count(4)
     expect(notice).to_have_count(0)
     _look(page, "u1-approvals-all")
+
+
+EMPTY_PAGES = {  # a new agency's empty lists, and what each says
+    "flow/completenessanalysis": "No run analysed yet",
+    "tools/mcpserver": "No MCP server yet",
+    "webhooks/webhook": "No webhook yet",
+    "memory/memory": "No memory yet",
+    "members/invitation": "No invitation yet",
+    "usage/budget": "No budget yet",
+}
+
+
+def test_empty_lists_say_what_will_appear_and_how_to_start(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    _agency, user = _member(Role.ADMIN)
+    page = logged_in(browser, asgi_server, user).new_page()
+
+    for path, title in EMPTY_PAGES.items():
+        page.goto(f"{asgi_server.url}/admin/{path}/")
+        empty = page.locator("#empty-state")
+        expect(empty.get_by_role("heading")).to_have_text(title)
+        expect(empty).not_to_contain_text("yielded")
+        _look(page, f"u1-empty-{path.replace('/', '-')}")
+
+    # Completeness names where to start: the expected workflows, themselves empty with help.
+    page.goto(f"{asgi_server.url}/admin/flow/completenessanalysis/")
+    page.locator("#empty-state").get_by_role("link", name="Expected workflows").click()
+    expect(page.locator("#empty-state h2")).to_have_text("No expected workflow yet")
+    expect(page.locator("#empty-state")).to_contain_text("Add expected workflow")
+    _look(page, "u1-empty-flow-expectedworkflow")

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 from unfold.widgets import UnfoldAdminTextareaWidget
 
 from agents.admin.common import EMPTY
+from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ModelAdmin
 from core.exceptions import ApplicationError
 from tools.mcp.models import McpAllowedAddress, McpServer
@@ -128,6 +129,11 @@ def _refresh(model_admin: admin.ModelAdmin[Any], request: HttpRequest, server: M
 
 @admin.register(McpServer)
 class McpServerAdmin(AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No MCP server yet",
+        "An MCP server lends its tools to your agents. Add its URL: AgentDesk lists the tools "
+        "it offers, and you give them to agents on each agent's page.",
+    )
     form = McpServerForm
     list_display = [
         "name", "slug", "url", "is_enabled", "tool_count", "header_status", "last_refreshed_at",
