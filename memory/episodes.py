@@ -41,8 +41,6 @@ CLAIM_TTL = 900  # seconds: longer than an extraction call (memory.model_calls) 
 # On the run's ``result`` once its episode is complete: a later delivery does nothing.
 DONE_KEY = "memory_after_run"
 ACTIONS_KEPT = 100
-# What of an episode is embedded (and so compared with a new run's instruction).
-EMBEDDED_CHARS = 2000
 
 
 def episode_record(execution: Execution) -> None:
@@ -75,18 +73,6 @@ def episode_record(execution: Execution) -> None:
             tokens_used=execution.tokens_total,
         )
     )
-
-
-def episode_text(episode: Episode) -> str:
-    """What an episode is found by: the situation, what was done and how it went."""
-    tools = ", ".join(dict.fromkeys(a.get("tool", "") for a in episode.actions_taken or []))
-    parts = [
-        f"{episode.trigger_event}: {episode.context_summary}",
-        f"Tools: {tools}" if tools else "",
-        f"Outcome: {episode.outcome} {episode.outcome_details[:300]}",
-        f"Lessons: {'; '.join(episode.lessons_learned)}" if episode.lessons_learned else "",
-    ]
-    return "\n".join(p for p in parts if p)[:EMBEDDED_CHARS]
 
 
 @after_run_work.task(AFTER_RUN_TASK)
@@ -170,7 +156,7 @@ def _release(execution_id: uuid.UUID) -> None:
 
 def _embedded(episode: Episode) -> tuple[str, list[float]] | None:
     try:
-        result = embeddings.embed([episode_text(episode)], agency_id=episode.agency_id)
+        result = embeddings.embed([episode.embedded_text()], agency_id=episode.agency_id)
     except embeddings.EmbeddingError as exc:
         logger.warning("episode %s not embedded: %s", episode.id, exc)
         return None
@@ -206,8 +192,6 @@ def _store(
 
 def _continue_conversation(agent: Agent, execution: Execution) -> None:
     """The run's instruction and answer, added to the conversation it continued."""
-    from agents.runtime.context import first_user_message  # noqa: PLC0415 - runtime imports memory
-
     key = (execution.config_snapshot or {}).get("conversation_key")
     if not key or agent.conversation_window <= 0:
         return
@@ -218,7 +202,7 @@ def _continue_conversation(agent: Agent, execution: Execution) -> None:
         agent=agent,
         key=ConversationKey.from_dict(key),
         messages=[
-            {"role": "user", "content": first_user_message(execution)},
+            {"role": "user", "content": execution.first_user_message()},
             {"role": "assistant", "content": answer},
         ],
         tokens=execution.tokens_total,

@@ -130,8 +130,6 @@ class ExtractionCall:
 def run_digest(execution: Execution) -> str:
     """What the run was asked, what it did and how it ended, for the extraction prompt.
     Precondition: agency context."""
-    from agents.runtime.context import first_user_message  # noqa: PLC0415 - runtime imports memory
-
     acts = list(
         execution.steps.filter(step_type=StepType.ACT)
         .order_by("-step_number")
@@ -139,7 +137,7 @@ def run_digest(execution: Execution) -> str:
     )
     lines = [
         f"Trigger: {execution.trigger_type}",
-        f"Instruction:\n{_clip(first_user_message(execution), DIGEST_TEXT_CHARS)}",
+        f"Instruction:\n{_clip(execution.first_user_message(), DIGEST_TEXT_CHARS)}",
         f"Status: {execution.status} ({execution.stop_reason or 'n/a'})",
     ]
     if acts:

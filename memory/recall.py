@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from agents.llm import MessageDict
 from agents.models import Agent, Execution
-from agents.runtime.context import first_user_message
 from agents.runtime.context_window import CHARS_PER_TOKEN
 from memory import conversations
 from memory.models import Episode, Memory
@@ -56,7 +55,7 @@ def recall(agent: Agent, execution: Execution) -> Recalled:
     has_memories, has_episodes = _what_to_recall(agent) if budget > 0 else (False, False)
     if not (has_memories or has_episodes):
         return found
-    query = first_user_message(execution)
+    query = execution.first_user_message()
     least = settings.AGENTDESK_MEMORY_RECALL_MIN_SIMILARITY
     similar = (
         search_episodes(agent=agent, query=query, k=EPISODE_CANDIDATES) if has_episodes else []

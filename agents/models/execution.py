@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 from django.conf import settings
@@ -199,6 +200,13 @@ class Execution(AgencyOwnedModel):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    def first_user_message(self) -> str:
+        """What the agent is asked: the run's input, else a description of its trigger."""
+        if self.input:
+            return self.input
+        trigger = {"trigger": self.trigger_type, "data": self.trigger_data}
+        return "You were triggered with:\n" + json.dumps(trigger, default=str, indent=1)
 
 
 class StepType(models.TextChoices):

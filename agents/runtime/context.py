@@ -99,21 +99,13 @@ def tool_definitions(snapshot: ConfigSnapshot) -> list[ToolDefinition]:
     ]
 
 
-def first_user_message(execution: Execution) -> str:
-    """What the agent is asked: the run's input, else a description of its trigger."""
-    if execution.input:
-        return execution.input
-    trigger = {"trigger": execution.trigger_type, "data": execution.trigger_data}
-    return "You were triggered with:\n" + json.dumps(trigger, default=str, indent=1)
-
-
 def initial_messages(snapshot: ConfigSnapshot, execution: Execution) -> list[Message]:
     """The run's head: system prompt, the recent conversation it continues, its instruction."""
     earlier = [Message.from_dict(m) for m in snapshot.get("conversation") or []]
     return [
         Message.system(snapshot["system_prompt"]),
         *earlier,
-        Message.user(first_user_message(execution)),
+        Message.user(execution.first_user_message()),
     ]
 
 

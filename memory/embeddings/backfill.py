@@ -20,6 +20,7 @@ from django.db.models import Model, Q
 from core import tenancy
 from memory.embeddings.gateway import embed_with
 from memory.embeddings.types import EmbeddingConfig
+from memory.models import Episode, Memory
 
 
 @dataclass(frozen=True)
@@ -27,39 +28,21 @@ class Kind:
     """Rows of one model that carry an ``embedding`` and an ``embedding_model``."""
 
     label: str
-    model: Callable[[], type[Model]]
+    model: type[Model]
     text: Callable[[Any], str]  # what is embedded
     unchanged: Callable[[Any], dict[str, Any]]  # filter: the row still has the text embedded
 
 
-def _memory_model() -> type[Model]:
-    from memory.models import Memory  # noqa: PLC0415 - memory.models imports this package
-
-    return Memory
-
-
-def _episode_model() -> type[Model]:
-    from memory.models import Episode  # noqa: PLC0415
-
-    return Episode
-
-
-def _episode_text(episode: Any) -> str:
-    from memory.episodes import episode_text  # noqa: PLC0415 - episodes import the gateway
-
-    return episode_text(episode)
-
-
 MEMORIES = Kind(
     label="memories",
-    model=_memory_model,
+    model=Memory,
     text=lambda memory: memory.content,
     unchanged=lambda memory: {"content": memory.content},
 )
 EPISODES = Kind(
     label="episodes",
-    model=_episode_model,
-    text=_episode_text,
+    model=Episode,
+    text=Episode.embedded_text,
     # An episode is written once, complete (memory.episodes); its text does not change after.
     unchanged=lambda episode: {},
 )
@@ -85,7 +68,7 @@ class Batch:
 
 def count(kind: Kind, *, agency_id: uuid.UUID, where: Q) -> int:
     with tenancy.agency_context(agency_id):
-        return kind.model()._default_manager.filter(where, agency_id=agency_id).count()
+        return kind.model._default_manager.filter(where, agency_id=agency_id).count()
 
 
 def embed_batch(
@@ -100,7 +83,7 @@ def embed_batch(
     """Embed up to ``limit`` of the agency's rows matching ``where`` (primary key order, after
     ``after``) with ``config``. Raises :class:`EmbeddingError` with nothing written.
     Precondition: no transaction open (the model call must not hold one)."""
-    model = kind.model()
+    model = kind.model
     rows = model._default_manager.filter(where, agency_id=agency_id).defer("embedding")
     if after is not None:
         rows = rows.filter(pk__gt=after)

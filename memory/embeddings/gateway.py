@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.db.models import F
 
+from agents.models import LLMProvider
 from core import tenancy
 from core.catalogue import CatalogueCache
+from core.models import Agency
 from memory.embeddings.types import (
     DIMENSIONS,
     LOCAL_MODEL,
@@ -46,9 +48,6 @@ def config_for(agency_id: uuid.UUID | None) -> EmbeddingConfig:
 
 
 def _load(agency_id: uuid.UUID) -> EmbeddingConfig:
-    from agents.models import LLMProvider  # noqa: PLC0415 - memory.models imports this package
-    from core.models import Agency  # noqa: PLC0415
-
     with tenancy.agency_context(agency_id):
         choice = Agency.objects.filter(pk=agency_id).values_list(
             "embedding_provider", "embedding_model"

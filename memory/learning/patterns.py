@@ -159,9 +159,7 @@ def approach(execution: Execution) -> list[dict[str, Any]]:
 
 
 def description(execution: Execution) -> str:
-    from agents.runtime.context import first_user_message  # noqa: PLC0415 - runtime imports memory
-
-    return " ".join(first_user_message(execution).split())[:DESCRIPTION_CHARS]
+    return " ".join(execution.first_user_message().split())[:DESCRIPTION_CHARS]
 
 
 def pattern_learn(

@@ -7,9 +7,7 @@ from django.db import models
 
 from agents.models import Agent, Execution, ExecutionStep
 from core.models import AgencyOwnedModel
-
-# The MCP models live in tools/mcp/ and belong to this app (imported here for Django).
-from tools.mcp.models import McpAllowedAddress, McpServer  # noqa: F401
+from tools.models.mcp import McpServer
 
 # Function names as the OpenAI and Anthropic APIs accept them, lower case (tools/patterns.py).
 TOOL_NAME_REGEX = r"^[a-z][a-z0-9_]{0,63}$"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -13,11 +14,15 @@ from pgvector.django import HnswIndex, VectorField
 
 from agents.models import Agent, Execution
 from core.models import AgencyOwnedModel, Site
-from memory.embeddings import DIMENSIONS
 
 # Full-text search of memory contents (memory.search): English stemming, so that "prefers" meets
 # "preference"; the embedding carries meaning across words and languages.
 TEXT_SEARCH_CONFIG = "english"
+
+# The width of every stored vector (memory.embeddings.DIMENSIONS makes vectors of it): a setting.
+DIMENSIONS: int = settings.AGENTDESK_EMBEDDING_DIMENSIONS
+# What of an episode is embedded (and so compared with a new run's instruction).
+EPISODE_EMBEDDED_CHARS = 2000
 
 
 def embedding_hnsw(name: str) -> HnswIndex:
@@ -168,6 +173,17 @@ class Episode(AgencyOwnedModel):
     def __str__(self) -> str:
         return f"Episode {self.pk} ({self.outcome or 'open'})"
 
+    def embedded_text(self) -> str:
+        """What the episode is found by: the situation, what was done and how it went."""
+        tools = ", ".join(dict.fromkeys(a.get("tool", "") for a in self.actions_taken or []))
+        parts = [
+            f"{self.trigger_event}: {self.context_summary}",
+            f"Tools: {tools}" if tools else "",
+            f"Outcome: {self.outcome} {self.outcome_details[:300]}",
+            f"Lessons: {'; '.join(self.lessons_learned)}" if self.lessons_learned else "",
+        ]
+        return "\n".join(p for p in parts if p)[:EPISODE_EMBEDDED_CHARS]
+
 
 class ContextType(models.TextChoices):
     ENTITY = "entity", "Entity"  # about one record (a contact, a deal)
@@ -258,15 +274,3 @@ class MemoryChange(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} ({len(self.memory_ids)} memories)"
-
-
-# Learning (memory/learning/): run quality, learned patterns, investigations.
-from memory.learning.models import (  # noqa: E402, F401 - registered with the memory app
-    HumanMark,
-    Investigation,
-    InvestigationOutcome,
-    LearnedPattern,
-    PatternOutcome,
-    PatternUse,
-    RunQuality,
-)
