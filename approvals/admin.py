@@ -7,6 +7,8 @@ superusers."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -18,10 +20,14 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
-from agents.admin.common import json_display, run_link
+from agents.admin import panels
+from agents.admin.common import changelist_link, json_display, run_link
+from agents.models import Execution
 from approvals.models import Approval, ApprovalStatus, RiskRule
+from approvals.risk import assess_risk
 from approvals.risk_rules import condition_errors
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
+from tools.models import Tool
 from tools.patterns import InvalidPattern, validate_pattern
 
 
@@ -137,3 +143,24 @@ class RiskRuleAdmin(SharedRowsAdmin):
     @admin.display(description="Platform rule", boolean=True)
     def platform_rule(self, obj: RiskRule) -> bool:
         return obj.agency_id is None
+
+
+def _run_approvals(execution: Execution) -> SafeString:
+    return changelist_link(Approval, "approvals", execution__id__exact=execution.pk, status="all")
+
+
+def _approval_note(agency_id: uuid.UUID, tool: Tool, constraints: Sequence[Any]) -> str:
+    """Why a call of ``tool`` waits for a person (its danger flag, a risk rule, a constraint)."""
+    risk = assess_risk(
+        agency_id=agency_id,
+        tool_name=tool.name,
+        arguments={},
+        dangerous=tool.is_dangerous,
+        constraints=list(constraints),
+    )
+    return risk.reason if risk.needs_approval else ""
+
+
+# The run page's "Related" links; the agent page's tool preview (what waits for an approval).
+panels.RUN_LINKS.register(panels.RunLink(order=10, name="approvals", render=_run_approvals))
+panels.TOOL_NOTES.register(panels.ToolNote(order=10, name="approval", note=_approval_note))

@@ -7,10 +7,15 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.safestring import SafeString
 
+from agents.admin import panels
 from agents.admin.common import json_display, run_link
+from agents.models import Execution
 from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
+from flow.diagrams.views import diagrams_panel
 from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
+from flow.panels import completeness_panel, flow_panel
+from flow.replay.views import retry_link, run_urls
 
 EXAMPLE = (
     'Example: states [{"state": "running", "is_required": true, "max_duration_seconds": '
@@ -140,3 +145,40 @@ class StuckRunAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     @admin.display(description="Execution")
     def execution_link(self, obj: StuckRun) -> SafeString | str:
         return run_link(obj.execution)
+
+
+def _diagrams(execution: Execution) -> SafeString:
+    return diagrams_panel(execution, can_replay=True)
+
+
+# The run page: the run against its expected workflow, its loops and stuck flags; the run as
+# Mermaid sequence and state diagrams with replay (dry); "Retry from here" on each step; and
+# the pages behind them (downloads, replay, retry).
+panels.RUN_PANELS.register(
+    panels.RunPanel(
+        order=20,
+        name="flow_analysis",
+        title="Flow analysis",
+        label="Completeness",
+        render=completeness_panel,
+    )
+)
+panels.RUN_PANELS.register(
+    panels.RunPanel(
+        order=40, name="flow_diagrams", title="Diagrams", label="Flow", render=_diagrams
+    )
+)
+panels.RUN_STEP_COLUMNS.register(
+    panels.StepColumn(order=10, name="retry", label="Retry", render=retry_link)
+)
+panels.RUN_URLS.register(panels.RunUrls(order=10, name="flow", urls=run_urls))
+# The agent page: its flow over the last days, above the loop and stuck settings.
+panels.AGENT_PANELS.register(
+    panels.AgentPanel(
+        order=10,
+        name="flow_display",
+        label="Flow analysis",
+        before="loop_threshold",
+        render=flow_panel,
+    )
+)

@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
+from agents.admin import panels
 from agents.admin.common import (
     COMPACT_WIDGETS,
     EMPTY,
@@ -34,6 +35,7 @@ from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from core.exceptions import ApplicationError
 from memory.models import Conversation, Episode, Memory, MemoryChange
+from memory.panels import memory_panel
 from memory.search import search_memories
 from memory.services import memory_delete, memory_store, memory_update
 from memory.validation import UPDATABLE_FIELDS, clean_memory_fields
@@ -310,6 +312,17 @@ class ConversationAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
         "message_count", "tokens_used", "started_at", "last_message_at", "expires_at",
     ]  # fmt: skip
 
+
+# The agent page: what the agent remembers, above the memory settings.
+panels.AGENT_PANELS.register(
+    panels.AgentPanel(
+        order=10,
+        name="memory_display",
+        label="Memory",
+        before="memory_token_budget",
+        render=memory_panel,
+    )
+)
 
 # Learning (memory/learning/): patterns, run qualities, investigations.
 from memory.learning import admin as learning_admin  # noqa: E402, F401 - registers its pages

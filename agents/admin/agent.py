@@ -17,13 +17,8 @@ from unfold.decorators import action
 from unfold.enums import ActionVariant
 from unfold.widgets import UnfoldAdminExpandableTextareaWidget
 
-from agents.admin import versions, views
-from agents.admin.agent_panels import (
-    budget_panel,
-    memory_panel,
-    render_tool_preview,
-    tool_picker_options,
-)
+from agents.admin import panels, versions, views
+from agents.admin.agent_panels import budget_panel, render_tool_preview, tool_picker_options
 from agents.admin.agent_tabs import FIELDSETS, STATS, STATS_FIELDS
 from agents.admin.common import COMPACT_WIDGETS, EMPTY, changelist_link
 from agents.admin.display import schedule_summary
@@ -39,7 +34,6 @@ from agents.services import (
 )
 from agents.services.agents import EDITABLE_FIELDS
 from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin, StackedInline, request_agency
-from flow.panels import flow_panel
 
 PATTERN_FIELDS = ("allowed_tools", "denied_tools")
 PREVIEW_FIELDS = (*PATTERN_FIELDS, "constraints")  # what the tool preview is computed from
@@ -68,7 +62,7 @@ def _copy_saved_state(target: Agent, saved: Agent) -> None:
 
 
 @admin.register(Agent)
-class AgentAdmin(AgencyScopedAdmin):
+class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     form = AgentForm
     formfield_overrides = COMPACT_WIDGETS
     inlines = [AgentGoalInline]
@@ -81,12 +75,14 @@ class AgentAdmin(AgencyScopedAdmin):
     search_fields = ["name", "slug", "description", "domain", "system_prompt"]
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = [
-        "effective_tools_display", "schedule_display", "budget_display", "memory_display",
-        "flow_display", "learning_display", *STATS_FIELDS,
+        "effective_tools_display", "schedule_display", "budget_display", *STATS_FIELDS,
     ]  # fmt: skip
     actions = ["activate", "deactivate", "duplicate", "run_now"]
     actions_detail = ["try_it"]
     fieldsets = FIELDSETS
+    # Other apps' panels (agents/admin/panels.py), each above the agent field it explains.
+    registries = (panels.AGENT_PANELS,)
+    unsaved = NOT_SAVED
 
     class Media:
         css = {"all": ["agents/admin/agent_editor.css"]}
@@ -137,20 +133,6 @@ class AgentAdmin(AgencyScopedAdmin):
     def budget_display(self, obj: Agent | None) -> SafeString | str:
         return budget_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
 
-    @admin.display(description="Memory")
-    def memory_display(self, obj: Agent | None) -> SafeString | str:
-        return memory_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
-
-    @admin.display(description="Flow analysis")
-    def flow_display(self, obj: Agent | None) -> SafeString | str:
-        return flow_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
-
-    @admin.display(description="Quality and learning")
-    def learning_display(self, obj: Agent | None) -> SafeString | str:
-        from memory.learning.panels import agent_quality_panel  # noqa: PLC0415 - memory imports agents
-
-        return agent_quality_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
-
     @admin.display(description="Executions")
     def executions_link(self, obj: Agent | None) -> SafeString | str:
         if obj is None or obj.pk is None:
@@ -172,12 +154,12 @@ class AgentAdmin(AgencyScopedAdmin):
         )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        fields = list(super().get_readonly_fields(request, obj))
+        fields = [*super().get_readonly_fields(request, obj), *panels.AGENT_PANELS.names()]
         # An agent never moves between agencies (its runs, memories and usage stay behind).
         return [*fields, "agency"] if obj is not None and request.user.is_superuser else fields
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        fieldsets = super().get_fieldsets(request, obj)
+        fieldsets = panels.with_panels(super().get_fieldsets(request, obj))
         return fieldsets if obj is not None else [f for f in fieldsets if f[0] != STATS]
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:

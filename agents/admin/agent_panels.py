@@ -1,6 +1,6 @@
 """The read-only panels of the agent editor's tabs: the tools its patterns allow (also served live
-by the tool preview view), the registry's tools for the pattern picker, today's budget and the
-agent's memory."""
+by the tool preview view), the registry's tools for the pattern picker and today's budget. Other
+apps' panels (the agent's memory, flow, learning) are registered in agents/admin/panels.py."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agents.admin.common import admin_url, changelist_link, changelist_url
+from agents.admin.common import admin_url, changelist_link
 from agents.admin.display import ToolAccess, tool_access_preview
+from agents.admin.panels import tool_notes
 from agents.models import Agent
-from approvals.risk import assess_risk
-from memory.models import Conversation, Episode, Memory
 from tools.models import Tool
 from tools.selectors import active_tools
 from usage.models import Budget, UsageDaily
@@ -37,9 +36,10 @@ def render_tool_preview(
     basis: str,
     errors: Sequence[str] = (),
 ) -> SafeString:
-    """The tools an agent with these patterns is offered (and which of them wait for an approval
-    under the agency's risk rules, the tool's danger flag and these constraints), then those left
-    out with the reason. ``basis`` says which patterns these are (saved, or as typed)."""
+    """The tools an agent with these patterns is offered (with the registered tool notes on each:
+    approvals' says which of them wait for an approval under the agency's risk rules, the tool's
+    danger flag and these constraints), then those left out with the reason. ``basis`` says
+    which patterns these are (saved, or as typed)."""
     offered, left_out = [], []
     for row in tool_access_preview(agency_id, allowed, denied):
         entry = {
@@ -48,14 +48,7 @@ def render_tool_preview(
             "reason": _why(row),
         }
         if row.offered:
-            risk = assess_risk(
-                agency_id=agency_id,
-                tool_name=row.tool.name,
-                arguments={},
-                dangerous=row.tool.is_dangerous,
-                constraints=list(constraints),
-            )
-            entry["approval"] = risk.reason if risk.needs_approval else ""
+            entry["approval"] = tool_notes(agency_id, row.tool, constraints)
             offered.append(entry)
         else:
             left_out.append(entry)
@@ -119,38 +112,6 @@ def budget_panel(agent: Agent) -> SafeString:
         mine["runs"] or 0,
         _usd(mine["cost"] or Decimal(0)),
         changelist_link(Budget, "Set the daily budget"),
-    )
-
-
-def memory_panel(agent: Agent) -> SafeString:
-    """What the agent remembers, with links to each list."""
-    now = timezone.now()
-    memories = Memory.objects.filter(agent=agent)
-    counts = [
-        (Memory, "memories", memories.count()),
-        (Episode, "episodes", Episode.objects.filter(agent=agent).count()),
-        (Conversation, "conversations", Conversation.objects.filter(agent=agent).count()),
-    ]
-    expired = memories.filter(expires_at__lte=now).count()
-    expired_note = f" ({expired} of them expired)" if expired else ""
-    items = SafeString(
-        "".join(
-            format_html(
-                '<dt>{}</dt><dd><a href="{}">{}</a></dd>',
-                name.capitalize(),
-                changelist_url(model, agent__id__exact=agent.pk),
-                count,
-            )
-            for model, name, count in counts
-        )
-    )
-    return format_html(
-        '<div class="agent-panel"><dl>{}</dl><p>Each run starts with the agent\'s unexpired '
-        "memories most relevant to its instruction or event and its most similar past runs, "
-        "within the memory token budget below. A wrong memory can be deleted from the "
-        "list{}; episodes and conversations are the history runs leave.</p></div>",
-        items,
-        expired_note,
     )
 
 

@@ -108,7 +108,6 @@ FIELDSETS: _FieldsetSpec = [
             "the recent conversation), what it learns afterwards, and how much of its own "
             "history each model call carries.",
             "fields": [
-                "memory_display",
                 "memory_token_budget",
                 "memory_extraction_enabled",
                 "context_token_budget",
@@ -125,7 +124,6 @@ FIELDSETS: _FieldsetSpec = [
             "hand work to, and what it learns from its good runs. Expected workflows are "
             "defined under Flow analysis.",
             "fields": [
-                "flow_display",
                 "loop_threshold",
                 "loop_same_state",
                 "loop_action",
@@ -133,7 +131,6 @@ FIELDSETS: _FieldsetSpec = [
                 "stuck_action",
                 "delegate_agents",
                 "denied_delegate_agents",
-                "learning_display",
                 "learning_enabled",
                 "quality_threshold",
                 "quality_judge_enabled",

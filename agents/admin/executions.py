@@ -14,6 +14,7 @@ from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from agents.admin import panels
 from agents.admin.common import (
     EMPTY,
     LINK,
@@ -41,20 +42,22 @@ from tools.models import ToolCall
 AGENT_FILTER = ("agent", admin.RelatedOnlyFieldListFilter)
 
 
-class ExecutionStepInline(ReadOnlyInline):
+class ExecutionStepInline(panels.RegisteredFields, ReadOnlyInline):
     model = ExecutionStep
     fields = [
         "step_number", "step_type", "tool_name", "model", "tokens_input", "tokens_output",
-        "cost_usd", "duration_ms", "started_at", "retry",
+        "cost_usd", "duration_ms", "started_at",
     ]  # fmt: skip
     ordering = ["step_number"]
     verbose_name_plural = "Steps"
+    registries = (panels.RUN_STEP_COLUMNS,)
+    unsaved = EMPTY
 
-    @admin.display(description="Retry")
-    def retry(self, obj: ExecutionStep) -> SafeString | str:
-        from flow.replay.views import retry_link  # noqa: PLC0415 - flow imports agents
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [*super().get_fields(request, obj), *panels.RUN_STEP_COLUMNS.names()]
 
-        return retry_link(obj)
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.get_fields(request, obj)
 
 
 class ToolCallInline(ReadOnlyInline):
@@ -89,7 +92,7 @@ class DecisionPointInline(ReadOnlyInline):
 
 
 @admin.register(Execution)
-class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = [
         "run", "agent", "status_shown", "trigger_type", "stop_reason", "tokens_total",
         "cost_usd", "tool_call_count", "duration_ms", "created_at",
@@ -102,6 +105,9 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     search_fields = ["agent__name", "input", "output", "error", "trace_id"]
     actions = ["cancel"]
     inlines = [ExecutionStepInline, ToolCallInline, StateTransitionInline, DecisionPointInline]
+    # Other apps' panels (agents/admin/panels.py): a fieldset each, after "Input".
+    registries = (panels.RUN_PANELS,)
+    unsaved = EMPTY
 
     @admin.display(description="Status", ordering="status")
     def status_shown(self, obj: Execution) -> str:
@@ -161,14 +167,6 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
             },
         ),
         ("Input", {"fields": ["input", "trigger_data_pretty"]}),
-        # Delegation (teams/): what this run asked other agents and answered them.
-        ("Agent messages", {"fields": ["agent_messages"]}),
-        # flow/: the run against its expected workflow, its loops and stuck flags.
-        ("Flow analysis", {"fields": ["flow_analysis"]}),
-        # memory/learning: the run's quality score, its mark, patterns, investigations.
-        ("Quality", {"fields": ["quality_panel"]}),
-        # flow/diagrams: the run as Mermaid sequence and state diagrams, replay (dry).
-        ("Diagrams", {"fields": ["flow_diagrams"]}),
         (
             "Outcome",
             {
@@ -248,46 +246,25 @@ class ExecutionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
             f"diff with version {current}",
         )
 
-    @admin.display(description="Messages")
-    def agent_messages(self, obj: Execution | None) -> SafeString | str:
-        from teams.display import messages_table  # noqa: PLC0415 - teams imports this admin
-
-        return EMPTY if obj is None else messages_table(obj)
-
-    @admin.display(description="Completeness")
-    def flow_analysis(self, obj: Execution | None) -> SafeString | str:
-        from flow.panels import completeness_panel  # noqa: PLC0415 - flow imports agents
-
-        return EMPTY if obj is None else completeness_panel(obj)
-
-    @admin.display(description="Quality")
-    def quality_panel(self, obj: Execution | None) -> SafeString | str:
-        from memory.learning.panels import quality_panel  # noqa: PLC0415 - memory imports agents
-
-        return EMPTY if obj is None else quality_panel(obj)
-
-    @admin.display(description="Flow")
-    def flow_diagrams(self, obj: Execution | None) -> SafeString | str:
-        from flow.diagrams.views import diagrams_panel  # noqa: PLC0415 - flow imports agents
-
-        return EMPTY if obj is None else diagrams_panel(obj, can_replay=True)
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = list(super().get_fieldsets(request, obj))
+        after = next(i for i, (title, _) in enumerate(fieldsets) if title == "Input") + 1
+        added = [(p.title, {"fields": [p.name]}) for p in panels.RUN_PANELS]
+        return [*fieldsets[:after], *added, *fieldsets[after:]]
 
     def get_urls(self) -> list[URLPattern]:
-        from flow.replay.views import run_urls  # noqa: PLC0415 - flow imports agents
-
-        return [*run_urls(self), *super().get_urls()]
+        added = [url for entry in panels.RUN_URLS for url in entry.urls(self)]
+        return [*added, *super().get_urls()]
 
     @admin.display(description="Related")
     def related_links(self, obj: Execution | None) -> SafeString | str:
         if obj is None:
             return EMPTY
-        from approvals.models import Approval  # noqa: PLC0415 - approvals imports agents
-
         links = [
             changelist_link(ExecutionStep, "steps", execution__id__exact=obj.pk),
             changelist_link(ToolCall, "tool calls", execution__id__exact=obj.pk),
             changelist_link(TriggerLog, "trigger log", execution__id__exact=obj.pk),
-            changelist_link(Approval, "approvals", execution__id__exact=obj.pk, status="all"),
+            *(entry.render(obj) for entry in panels.RUN_LINKS),
         ]
         return SafeString(" · ".join(links))
 

@@ -24,11 +24,13 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
+from agents.admin import panels
 from agents.admin.common import EMPTY, id_column, json_display, link
 from agents.models import Execution
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, request_agency
 from core.exceptions import ApplicationError
 from memory.learning.models import HumanMark, Investigation, LearnedPattern, RunQuality
+from memory.learning.panels import agent_quality_panel, quality_panel
 from memory.learning.services import PATTERN_EDITABLE, pattern_delete, pattern_update
 
 AGENT_FILTER = ("agent", admin.RelatedOnlyFieldListFilter)
@@ -232,3 +234,21 @@ class InvestigationAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     @admin.display(description="Run")
     def run(self, obj: Investigation) -> SafeString:
         return link(obj.execution, str(obj.execution_id)[:8])
+
+
+# The run page: the run's quality score, its mark, patterns and investigations.
+panels.RUN_PANELS.register(
+    panels.RunPanel(
+        order=30, name="quality_panel", title="Quality", label="Quality", render=quality_panel
+    )
+)
+# The agent page: its quality over the last days and its learned patterns, above the settings.
+panels.AGENT_PANELS.register(
+    panels.AgentPanel(
+        order=10,
+        name="learning_display",
+        label="Quality and learning",
+        before="learning_enabled",
+        render=agent_quality_panel,
+    )
+)
