@@ -1,12 +1,11 @@
-"""Approvals plugged into the runtime (agents/runtime/plugins.py): a run whose tool asks a
-person (ask_user) waits for the answer, and self-correction (seed 000: "max 3 attempts then
-human"): once the same tool has failed ``max_corrections`` times in a run (since a person last
-gave a hint about it), the run asks a person (retry with a hint, or stop) instead of trying on
-(approvals/questions.py)."""
+"""Approvals plugged into the runtime (agents/runtime/plugins.py): self-correction (seed 000:
+"max 3 attempts then human"): once the same tool has failed ``max_corrections`` times in a run
+(since a person last gave a hint about it), the run asks a person (retry with a hint, or stop)
+instead of trying on (approvals/questions.py). A call that waits for an approval or an answer
+is approvals' tool gate's (approvals/tool_gate.py)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from agents.llm import ToolCall
@@ -17,29 +16,12 @@ from core import tenancy
 
 if TYPE_CHECKING:
     from agents.runtime.plugins import Verdict
-    from tools.executor import ToolOutcome
 
 
 class ApprovalsPlugin(RunPlugin):
     def __init__(self, run: RunView) -> None:
         super().__init__(run)
         self.limit = run.agent.max_corrections
-
-    def tool_settled(
-        self,
-        writer: StepWriter,
-        call: ToolCall,
-        outcome: ToolOutcome,
-        *,
-        step_id: uuid.UUID | None,
-        resumed: bool,
-    ) -> Verdict | None:
-        if outcome.question is None:  # ask_user: the answer is its result
-            return None
-        return Park(
-            reason=f"{call.name}: waiting for a person's answer",
-            input_request=questions.input_request_for(outcome.question),
-        )
 
     def after_tool_step(self, call: ToolCall, *, failed: bool) -> Verdict | None:
         """Only after a failure: a run whose calls succeed makes no query for it."""

@@ -35,7 +35,7 @@ from agents.runtime.loop import run_execution
 from agents.runtime.store import deferred_commit
 from bench import common
 from core import fastdb, realtime
-from tools import executor
+from tools import handler_call
 
 # The parts timed on the run's thread: (owner, attribute, part). A part's time excludes the
 # parts timed inside it: the model call runs the runtime's before-send hook (loop._Run.
@@ -44,7 +44,7 @@ from tools import executor
 PARTS = (
     (llm_base.Provider, "complete", "model_call"),
     (loop._Run, "_before_request", "runtime_in_model_call"),
-    (executor, "_run_handler", "tool_handler"),
+    (handler_call, "run_handler", "tool_handler"),
     (store.StepTransaction, "save", "writes"),
     (fastdb, "send_with_commit", "writes"),
     (deferred_commit.CommitInFlight, "settle", "writes"),

@@ -13,7 +13,7 @@ from agents.runtime.plugins import RunPlugin, RunView, StepWriter, Verdict
 from flow.runtime import RunFlow
 
 if TYPE_CHECKING:
-    from tools.executor import ToolOutcome
+    from tools.calls import ToolOutcome
 
 
 class FlowPlugin(RunPlugin):

@@ -23,13 +23,15 @@ from psycopg.types.json import Jsonb
 
 from agents.llm import Completion, Message, ToolCall
 from agents.models import DecisionMethod, DecisionType
+from approvals.models import Approval
+from approvals.risk import RiskDecision
 from flow import decisions, loops
 from flow.decisions import REASONING_MAX
 from tools.models import ToolCallStatus, idempotency_key_for
 
 if TYPE_CHECKING:
     from agents.runtime.plugins import RunView, StepWriter, Verdict
-    from tools.executor import ToolOutcome
+    from tools.calls import ToolOutcome
 
 # The choices after a failed call, in this order (``chosen_option_index``).
 _RECOVERY_OPTIONS = decisions.json_once(["retry the same tool", "call another tool", "answer"])
@@ -144,11 +146,11 @@ class RunFlow:
         approval records the person's decision."""
         if not self.record:
             return
-        parks = outcome.approval, outcome.question, getattr(outcome, "awaiting", None)
-        if any(p is not None for p in parks):
+        held = outcome.held  # (a tool gate holds it for a person: an approval, a question)
+        if held is not None or outcome.awaiting is not None:
             step_id = None  # the call parks the run: its act step is written when it runs
-        if outcome.approval is not None:
-            approval = outcome.approval
+        if held is not None and isinstance(held.record, Approval):
+            approval = held.record
             self._decide(
                 tx,
                 None,
@@ -166,8 +168,9 @@ class RunFlow:
                 rules_applied=[approval.risk_rule_id] if approval.risk_rule_id else [],
             )
             return
-        if outcome.risk_passed is not None and not outcome.replayed:
-            risk = outcome.risk_passed  # (only when a rule matched: not for every call)
+        # (a note only when a rule matched and let the call run: not for every call)
+        risk = next((n for n in outcome.notes if isinstance(n, RiskDecision)), None)
+        if risk is not None and not outcome.replayed:
             self._decide(
                 tx,
                 step_id,

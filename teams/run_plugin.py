@@ -15,7 +15,7 @@ from teams import runtime
 if TYPE_CHECKING:
     from agents.runtime.context import ConfigSnapshot
     from agents.runtime.plugins import Verdict
-    from tools.executor import ToolOutcome
+    from tools.calls import ToolOutcome
 
 
 class TeamsPlugin(RunPlugin):

@@ -67,7 +67,8 @@ from core import database, tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
 from ops import metrics, tracing
-from tools.executor import CallRequest, ToolOutcome, execute_tool_call
+from tools.calls import CallRequest, ToolOutcome
+from tools.executor import execute_tool_call
 from tools.models import ToolCallStatus
 from usage import services as usage_services
 from usage.pricing import Price, price_for
@@ -773,18 +774,23 @@ class _Run:
                         else:
                             finished = status
                         break
-                    if outcome.approval is not None:
+                    if (held := outcome.held) is not None:  # a tool gate holds the call
+                        # (waiting_approval or waiting_input: the run's status of that name)
+                        parked = ExecutionStatus(outcome.status)
+                        given = held.input_request
                         tx.park(
-                            ExecutionStatus.WAITING_APPROVAL,
-                            reason=f"{call.name} needs approval ({outcome.approval.risk_level})",
+                            parked,
+                            reason=held.reason,
+                            input_request=dict(given) if given is not None else None,
                         )
-                        parked = ExecutionStatus.WAITING_APPROVAL
                         break  # leaves the with block (it commits) and the loop
-                    if outcome.question is not None or outcome.awaiting is not None:
-                        # (ask_user, delegate_to_agent: approvals' and teams' plugins park)
+                    if outcome.ask is not None or outcome.awaiting is not None:
+                        # (ask_user: approvals' tool gate holds it; delegate_to_agent: teams'
+                        # run plugin parks)
                         raise RuntimeError(
-                            f"{call.name} waits for a person or another run, and no run plugin "
-                            "parks the run for it (AGENTDESK_RUN_PLUGINS)"
+                            f"{call.name} waits for a person or another run, and no tool gate "
+                            "or run plugin parks the run for it (AGENTDESK_TOOL_GATES, "
+                            "AGENTDESK_RUN_PLUGINS)"
                         )
                     output, park_until = outcome.output, outcome.park_until
                     for shown in self.hooks.tool_result:

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from agents.runtime.context import ConfigSnapshot
     from agents.runtime.store import StepTransaction
-    from tools.executor import ToolOutcome
+    from tools.calls import ToolOutcome
     from tools.policy import ToolPolicy
     from usage.pricing import Price
 

@@ -409,7 +409,16 @@ AGENTDESK_RUN_PLUGINS = env.list(
         "flow.run_plugin.FlowPlugin",  # decision points, loop detection, a stuck run's cancel
         "teams.run_plugin.TeamsPlugin",  # a delegated run's tools, limits and budget share
         "memory.run_plugin.MemoryPlugin",  # recall, learned patterns, investigations
-        "approvals.run_plugin.ApprovalsPlugin",  # ask_user's wait, self-correction questions
+        "approvals.run_plugin.ApprovalsPlugin",  # self-correction questions
+    ],
+)
+# What may hold a tool call for a person, or refuse it, around its handler (tools/gates.py,
+# docs/decisions/0009): dotted paths of ToolGate subclasses, in order; for each hook the first
+# park or refusal wins. Loaded once per process.
+AGENTDESK_TOOL_GATES = env.list(
+    "AGENTDESK_TOOL_GATES",
+    default=[
+        "approvals.tool_gate.ApprovalGate",  # risk-based approvals and their re-check, ask_user
     ],
 )
 # What the features do as a run ends (agents/lifecycle/listeners.py, docs/decisions/0010): dotted

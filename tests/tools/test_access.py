@@ -29,7 +29,8 @@ from tools.access import (
     missing_modules,
     missing_permissions,
 )
-from tools.executor import CallRequest, execute_tool_call
+from tools.calls import CallRequest
+from tools.executor import execute_tool_call
 from tools.handlers import ToolContext
 from tools.models import ToolCall, ToolCallStatus
 from tools.policy import ToolPolicy

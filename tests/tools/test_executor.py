@@ -17,7 +17,8 @@ from core import tenancy
 from crm.models import Contact
 from tests.agents.factories import AgentFactory
 from tools import registry
-from tools.executor import CallRequest, execute_tool_call
+from tools.calls import CallRequest
+from tools.executor import execute_tool_call
 from tools.handlers import ToolContext, ToolError
 from tools.models import ToolCall, ToolCallStatus
 from tools.policy import ToolPolicy

@@ -26,7 +26,7 @@ from agents.runtime.plugins import (
     StepWriter,
     Verdict,
 )
-from tools.executor import ToolOutcome
+from tools.calls import ToolOutcome
 
 PROBE_KIND = "probe"
 

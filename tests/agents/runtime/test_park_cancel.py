@@ -56,7 +56,7 @@ def test_a_cancel_during_the_approval_park_cancels_the_run_and_its_approval(
         key=agent.llm_model,
     )
     execution = pending_execution(agent, input_text="Write.")
-    _cancel_when(monkeypatch, execution, lambda outcome: outcome.approval is not None)
+    _cancel_when(monkeypatch, execution, lambda outcome: outcome.held is not None)
     assert run_execution(execution.id, agency_id=agent.agency_id) == "cancelled"
     assert _status(execution) == ExecutionStatus.CANCELLED
     with tenancy.agency_context(agent.agency_id):
