@@ -23,13 +23,12 @@ from django.utils import timezone
 from agents import lifecycle
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from agents.services import execution_resume
-from approvals import notify
+from approvals import notify, question_types
 from approvals.models import CorrectionChoice, Question, QuestionKind, QuestionStatus
 from approvals.waiting import end_waiting_run, lock_with_run
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType
-from flow import loops
 from ops import metrics
 from tools.models import ToolCall, ToolCallStatus
 
@@ -180,9 +179,10 @@ def question_answer(
         if stop:
             _stop(execution, locked, now=now)
         elif locked.kind == QuestionKind.CORRECTION:
+            asked = question_types.handler_for(locked)
             execution_resume(
                 execution=execution,
-                observation=loops.question_resumed(locked)
+                observation=(asked.resumed(locked) if asked else None)
                 or f"A person reviewed the failures of {locked.context.get('tool')} "
                 f"and answered: {locked.user_response}",
                 reason="correction hint given",
@@ -194,8 +194,9 @@ def question_answer(
 
 def _stop(execution: Execution, question: Question, *, now: datetime.datetime) -> None:
     who = f" by {question.responded_by}" if question.responded_by_id else ""
-    if (looped := loops.question_stopped(question, who)) is not None:  # flow's loop question
-        status, reason, error = looped
+    asked = question_types.handler_for(question)  # another app's question (flow's loop one)
+    if asked is not None and (stopped := asked.stopped(question, who)) is not None:
+        status, reason, error = stopped
     elif question.kind == QuestionKind.CORRECTION:
         failures = question.context.get("failures") or []
         last = failures[-1].get("error", "") if failures else ""

@@ -10,7 +10,7 @@ agent has it: ``max_corrections`` failures ask a person.)
   are the same empty result five times, and progress): a call's state is what the agent
   observed, its tool and its result, whatever the arguments: a search reworded again and again
   that always finds nothing, or a lookup that keeps answering "not found". Only such empty or
-  not-found results count (as investigations judge them, memory/learning/investigations.py):
+  not-found results count (as investigations judge them, tools/results.py):
   the tools app does not say which tools only read, and the same informative result for
   different arguments ({"ok": true} of a send to each contact in turn) is progress. Paging on
   to other results is no loop either. The state is known once the call ran: the result that
@@ -36,11 +36,13 @@ from django.db.models import Max
 from agents.llm import Message, ToolCall
 from agents.models import ExecutionStatus, LoopAction, StopReason
 from agents.runtime.plugins import Finish, Park, Verdict
+from approvals import questions
+from approvals.models import QuestionKind
 from core import tenancy
 from core.events import event_emit
 from core.models import ActorType
 from flow.models import LoopDetection, LoopKind, LoopOutcome
-from memory.learning.investigations import NOTE_KEY, looks_wrong
+from tools.results import NOTE_KEY, looks_wrong
 
 if TYPE_CHECKING:
     from agents.runtime.plugins import RunView, StepWriter
@@ -280,9 +282,6 @@ class LoopWatch:
         if self.action == LoopAction.ASK_HUMAN:
 
             def ask(tx: StepWriter) -> dict[str, Any]:
-                from approvals import questions  # noqa: PLC0415 - approvals imports the runtime
-                from approvals.models import QuestionKind  # noqa: PLC0415
-
                 question = questions.question_create(
                     execution_id=execution.id,
                     agency_id=execution.agency_id,

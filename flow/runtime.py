@@ -23,9 +23,9 @@ from psycopg.types.json import Jsonb
 
 from agents.llm import Completion, Message, ToolCall
 from agents.models import DecisionMethod, DecisionType
-from approvals.models import Approval
+from approvals.models import Approval, ApprovalStatus
 from approvals.risk import RiskDecision
-from flow import decisions, loops
+from flow import decisions, loops, stuck
 from flow.decisions import REASONING_MAX
 from tools.models import ToolCallStatus, idempotency_key_for
 
@@ -204,8 +204,6 @@ class RunFlow:
     def _approval_decided(self, tx: StepWriter, call: ToolCall, step_id: uuid.UUID | None) -> None:
         """A resumed call that waited for approval: the person's decision (one query, only on
         the resumed path)."""
-        from approvals.models import Approval, ApprovalStatus  # noqa: PLC0415 - approvals -> tools
-
         execution = self.run.execution
         # (inside the step's transaction, in the run's agency, as the executor's own reads)
         approval = (
@@ -256,9 +254,7 @@ class RunFlow:
     def cancel_reason(self) -> tuple[str, str] | None:
         """(stop reason, error) of a run that stops because stuck detection asked for its
         cancel (flow.stuck); None for any other cancel (the runtime's plain one)."""
-        from flow.stuck import cancel_reason  # noqa: PLC0415 - stuck imports the services
-
-        return cancel_reason(self.run.execution)
+        return stuck.cancel_reason(self.run.execution)
 
     def _decide(
         self,

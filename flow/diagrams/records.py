@@ -12,6 +12,7 @@ from typing import Any
 
 from agents.models import AgentMessage, Execution, StateTransition
 from agents.runtime.context_window import summary_turns
+from approvals.models import Approval, Question
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +135,6 @@ def step_rows(execution: Execution) -> list[StepRow]:
 
 def flow_record(execution: Execution) -> FlowRecord:
     """The run's rows for its diagrams (a handful of indexed reads)."""
-    from approvals.models import Approval, Question  # noqa: PLC0415 - approvals imports agents
-
     approvals = [
         ApprovalRow(
             tool_name=a.action_type,

@@ -19,30 +19,13 @@ from django.utils import timezone
 from agents.models import Execution, ExecutionStatus, ExecutionStep, StepType
 from memory.learning.models import Investigation, InvestigationOutcome
 
+# What a result looks like is the tools app's (flow's loop detection judges it alike); memory's
+# run plugin reads it here.
+from tools.results import NOTE_KEY, looks_wrong  # noqa: F401
+
 MAX_GRANTED = 10  # extra steps one run may be granted, whatever the agent says
-# Tool error codes that say the task's object is not there: worth a look, not a retry.
-NOT_FOUND_CODES = frozenset({"not_found", "no_results", "does_not_exist", "empty_result"})
-NOTE_KEY = "investigate"
 FINDINGS_CHARS = 4000
 RESULT_CHARS = 2000
-
-
-def looks_wrong(output: Any) -> str | None:
-    """``"empty_result"``, ``"error"`` or None: whether a tool's result deserves a look."""
-    if not isinstance(output, dict):
-        return "empty_result" if not output else None
-    error = output.get("error")
-    if error is not None:
-        code = error.get("code") if isinstance(error, dict) else None
-        return "error" if code in NOT_FOUND_CODES else None
-    if not output:
-        return "empty_result"
-    containers = [v for v in output.values() if isinstance(v, list | dict)]
-    if containers and all(len(v) == 0 for v in containers):
-        return "empty_result"
-    if all(v in (None, "", 0, False) for v in output.values()):
-        return "empty_result"
-    return None
 
 
 def note(trigger: str, granted: int) -> str:

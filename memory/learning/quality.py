@@ -25,6 +25,8 @@ from django.db.models import Count, Q
 from agents.llm import Message
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
 from approvals.models import Approval, ApprovalStatus, Question, QuestionKind
+from flow.completeness import analyse_and_save
+from flow.models import CompletenessAnalysis
 from memory import extraction
 from memory.model_calls import ModelCall, agent_model_call
 from tools.models import ToolCall, ToolCallStatus
@@ -109,9 +111,6 @@ def signal_values(execution: Execution) -> dict[str, tuple[float, str]]:
 def _completeness(execution: Execution) -> tuple[float, str] | None:
     """flow's completeness analysis of the run (made now if its agent has a workflow and beat
     has not analysed it yet), or None."""
-    from flow.completeness import analyse_and_save  # noqa: PLC0415 - flow imports memory
-    from flow.models import CompletenessAnalysis  # noqa: PLC0415
-
     analysis = CompletenessAnalysis.objects.filter(execution_id=execution.pk).first()
     if analysis is None:
         try:
