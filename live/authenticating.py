@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 AUTH_TIMEOUT_SECONDS = 5.0  # for the first message of a client authenticating with a key
 RECHECK_SECONDS = 60.0  # the credential read again, for what no message announces
+CLIENT_GONE = 1006  # the close code of a connection lost without a close frame (RFC 6455)
 
 _CLOSE_CODES = {
     realtime.CREDENTIAL_ENDED: protocol.CLOSE_UNAUTHENTICATED,
@@ -47,6 +48,20 @@ class AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
     class's :meth:`disconnect`."""
 
     principal: Principal | None = None
+    _left = False  # its disconnect() has run
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # However it ends, a consumer stops its tasks and leaves its groups. Channels calls
+            # disconnect() only for the client's websocket.disconnect, and a client that leaves
+            # while its socket still starts (its credential read, under load, for seconds) makes
+            # the next send raise ClientDisconnected instead: that socket's credential task then
+            # read the database every minute for ever and held the consumer, its connection and
+            # its groups (three of four staff pages' sockets in a 20-minute soak; issue 25).
+            if not self._left:
+                await self.disconnect(CLIENT_GONE)
 
     async def connect(self) -> None:
         self._auth_timer: asyncio.Task[None] | None = None
@@ -198,9 +213,10 @@ class AuthenticatingConsumer(AsyncJsonWebsocketConsumer):
             return
 
     async def disconnect(self, code: int) -> None:
-        for task in (self._auth_timer, self._watch):
+        self._left = True
+        for task in (getattr(self, "_auth_timer", None), getattr(self, "_watch", None)):
             if task is not None:
                 task.cancel()
-        for group in self._credential_groups:
+        for group in getattr(self, "_credential_groups", []):
             with contextlib.suppress(Exception):  # Redis gone: nothing left to leave
                 await self.channel_layer.group_discard(group, self.channel_name)
