@@ -10,9 +10,8 @@ import datetime
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from decimal import Decimal
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -21,7 +20,8 @@ from approvals.models import Approval, ApprovalStatus
 from core import tenancy
 from core.models import Agency
 from usage.charts import CHART_DAYS, DayUsage, daily_series
-from usage.models import Budget, UsageDaily, today
+from usage.models import UsageDaily
+from usage.selectors import spend_today  # noqa: F401 - the staff home reads it as home.spend_today
 
 IN_PROGRESS_STATUSES = tuple(
     status for status in ExecutionStatus.values if status not in TERMINAL_STATUSES
@@ -99,52 +99,6 @@ def open_questions(*, agency: Agency, limit: int = PANEL_LIMIT) -> list[Executio
 
 def count_open_questions(*, agency: Agency) -> int:
     return _open_questions(agency).count()
-
-
-@dataclass(frozen=True)
-class TodaySpend:
-    date: datetime.date
-    spent_usd: Decimal
-    reserved_usd: Decimal
-    limit_usd: Decimal | None  # None: no daily budget configured
-
-    @property
-    def percent(self) -> int | None:
-        """Spent and reserved, as a share of the limit (0-100)."""
-        if not self.limit_usd:
-            return None
-        share = (self.spent_usd + self.reserved_usd) / self.limit_usd * 100
-        return max(0, min(100, round(share)))
-
-    @property
-    def remaining_usd(self) -> Decimal | None:
-        if self.limit_usd is None:
-            return None
-        return max(Decimal(0), self.limit_usd - self.spent_usd - self.reserved_usd)
-
-
-def spend_today(*, agency: Agency) -> TodaySpend:
-    """Today's spend against the daily budget. Today's budget row is created by the runtime at
-    the first model call of the day, from the latest earlier limit: before that, that limit is
-    the one that will apply, and the spend is what usage recorded (nothing, usually)."""
-    day = today()
-    budget = Budget.objects.filter(agency=agency, date__lte=day).order_by("-date").first()
-    if budget is not None and budget.date == day:
-        return TodaySpend(
-            date=day,
-            spent_usd=budget.used_usd,
-            reserved_usd=budget.reserved_usd,
-            limit_usd=budget.limit_usd,
-        )
-    spent = UsageDaily.objects.filter(agency=agency, date=day).aggregate(
-        total=Coalesce(Sum("cost_usd"), Decimal(0))
-    )["total"]
-    return TodaySpend(
-        date=day,
-        spent_usd=spent,
-        reserved_usd=Decimal(0),
-        limit_usd=budget.limit_usd if budget is not None else None,
-    )
 
 
 @dataclass(frozen=True)

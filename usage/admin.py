@@ -1,18 +1,30 @@
-"""Usage and cost: measurements are read-only; an agency admin sets the daily budget's limit.
+"""Usage and cost: measurements are read-only; an agency admin sets the daily budget's limit (from
+a day on: the next days keep it).
 Model prices: the platform's are changed by superusers, an agency's own rates by its admins."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.formats import date_format
 
 from agents.admin.common import json_display
 from core.admin_empty import EmptyState
-from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
+from core.admin_scoping import (
+    ADMIN_ROLES,
+    AgencyScopedAdmin,
+    ReadOnlyAdminMixin,
+    SharedRowsAdmin,
+    request_agency,
+)
 from usage.admin_mixins import CsvExportMixin, UsageChartsMixin
-from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod
+from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod, today
+from usage.selectors import spend_today
+from usage.templatetags.usage_format import usd
 
 
 @admin.register(UsageDaily)
@@ -58,54 +70,88 @@ class UsagePeriodAdmin(CsvExportMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
 
 
 class BudgetForm(forms.ModelForm[Budget]):
+    """Only the day a limit starts on and the limit: the runtime keeps the rest."""
+
+    class Meta:
+        model = Budget
+        fields = ["date", "limit_usd"]
+        labels = {"date": "Starts on", "limit_usd": "Daily limit (USD)"}
+        help_texts = {
+            "date": "The limit applies from this day on, every day, until a budget starting on "
+            "a later day sets another. Today's date sets a daily budget from now on.",
+            "limit_usd": "What all of the agency's agents may spend together in one day (from "
+            "midnight, server time) on model calls: runs, memory extraction and quality "
+            "judging, at the model prices. A run whose next model call does not fit stops "
+            "with budget_exceeded; tools cost nothing.",
+        }
+
     def clean_limit_usd(self) -> Any:
         limit = self.cleaned_data["limit_usd"]
         committed = self.instance.used_usd + self.instance.reserved_usd
         if limit is not None and limit < committed:
             raise forms.ValidationError(
-                f"Already spent or reserved today: {committed} USD; the limit cannot be lower."
+                f"Already spent or reserved that day: {usd(committed)}; the limit cannot be lower."
             )
         return limit
 
 
 @admin.register(Budget)
 class BudgetAdmin(CsvExportMixin, AgencyScopedAdmin):
+    """A daily limit on the agency's model spending, one row per day: the list says what a budget
+    is and today's spend against it; the form asks for the day it starts and the limit only (the
+    runtime's counters, reservations and run counts, stay in the CSV export)."""
+
     empty_state = EmptyState(
         "No budget yet",
-        "Spending on model calls is not capped until a budget is set. Add one: its daily "
-        "limit applies from the day it starts on, every day after it.",
+        "A budget is a daily limit on what your agency's agents spend together on model calls, "
+        "from the day it starts on: a run whose next call would not fit stops. Without one, "
+        "spending is not capped. Add one to set a limit.",
     )
+
     csv_columns = [
         ("date", "date"), ("limit_usd", "limit_usd"), ("used_usd", "used_usd"),
         ("reserved_usd", "reserved_usd"), ("invocations_count", "invocations_count"),
         ("executions_started", "executions_started"),
         ("executions_completed", "executions_completed"),
     ]  # fmt: skip
-    """The runtime keeps the counters; only the limit (and a future day's row) is set by hand."""
-
     form = BudgetForm
     write_roles = ADMIN_ROLES
-    list_display = [
-        "date", "limit_usd", "used_usd", "reserved_usd", "remaining", "executions_started",
-        "executions_completed",
-    ]  # fmt: skip
+    list_before_template = "usage/admin/budget_before_list.html"
+    list_display = ["day", "daily_limit", "spent", "left"]
     date_hierarchy = "date"
-    fields = [
-        "date", "limit_usd", "used_usd", "reserved_usd", "invocations_count",
-        "executions_started", "executions_completed",
-    ]  # fmt: skip
-    readonly_fields = [
-        "used_usd", "reserved_usd", "invocations_count", "executions_started",
-        "executions_completed",
-    ]  # fmt: skip
+    fields = ["date", "limit_usd"]
 
-    @admin.display(description="Remaining (USD)")
-    def remaining(self, obj: Budget) -> Any:
-        return obj.remaining_usd
+    @admin.display(description="Day", ordering="date")
+    def day(self, obj: Budget) -> str:
+        return date_format(obj.date, "D, N j, Y") + (" (today)" if obj.date == today() else "")
 
-    def get_readonly_fields(self, request: Any, obj: Budget | None = None) -> Any:
-        fields = list(super().get_readonly_fields(request, obj))
-        return [*fields, "date"] if obj is not None else fields
+    @admin.display(description="Daily limit", ordering="limit_usd")
+    def daily_limit(self, obj: Budget) -> str:
+        return usd(obj.limit_usd)
+
+    @admin.display(description="Spent that day")
+    def spent(self, obj: Budget) -> str:
+        committed = obj.used_usd + obj.reserved_usd
+        share = round(committed / obj.limit_usd * 100) if obj.limit_usd else 100
+        return f"{usd(committed)} ({share} %)"
+
+    @admin.display(description="Left")
+    def left(self, obj: Budget) -> str:
+        return usd(max(obj.remaining_usd, Decimal(0)))
+
+    def get_fields(self, request: HttpRequest, obj: Budget | None = None) -> Any:
+        return ["date", "limit_usd", "spent"] if obj is not None else ["date", "limit_usd"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Budget | None = None) -> Any:
+        return ["date", "spent"] if obj is not None else []
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        return {"date": today(), **super().get_changeform_initial_data(request)}
+
+    def add_changelist_context(self, request: HttpRequest, context: dict[str, Any]) -> None:
+        agency = request_agency(request)
+        if agency is not None:  # a superuser's list spans agencies: no one "today"
+            context["budget_today"] = spend_today(agency=agency)
 
 
 @admin.register(ModelPrice)

@@ -1,10 +1,12 @@
-"""Reads of usage: totals per day, per agent and per model over a date range."""
+"""Reads of usage: totals per day, per agent and per model over a date range, and today's spend
+against the daily budget."""
 
 from __future__ import annotations
 
 import datetime
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypedDict
 
@@ -12,7 +14,8 @@ from django.db.models import QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from agents.models import Agent
-from usage.models import UsageDaily
+from core.models import Agency
+from usage.models import Budget, UsageDaily, today
 
 COUNTERS = (
     "agent_runs",
@@ -94,3 +97,50 @@ def usage_summary(
         "by_agent": agents,
         "by_model": by_model,
     }
+
+
+@dataclass(frozen=True)
+class TodaySpend:
+    date: datetime.date
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    limit_usd: Decimal | None  # None: no daily budget configured
+
+    @property
+    def percent(self) -> int | None:
+        """Spent and reserved, as a share of the limit (0-100)."""
+        if not self.limit_usd:
+            return None
+        share = (self.spent_usd + self.reserved_usd) / self.limit_usd * 100
+        return max(0, min(100, round(share)))
+
+    @property
+    def remaining_usd(self) -> Decimal | None:
+        if self.limit_usd is None:
+            return None
+        return max(Decimal(0), self.limit_usd - self.spent_usd - self.reserved_usd)
+
+
+def spend_today(*, agency: Agency) -> TodaySpend:
+    """Today's spend against the daily budget (the staff home's and the budget list's). Today's
+    budget row is created by the runtime at the first model call of the day, from the latest
+    earlier limit: before that, that limit is the one that will apply, and the spend is what
+    usage recorded (nothing, usually). Filters on ``agency`` explicitly."""
+    day = today()
+    budget = Budget.objects.filter(agency=agency, date__lte=day).order_by("-date").first()
+    if budget is not None and budget.date == day:
+        return TodaySpend(
+            date=day,
+            spent_usd=budget.used_usd,
+            reserved_usd=budget.reserved_usd,
+            limit_usd=budget.limit_usd,
+        )
+    spent = UsageDaily.objects.filter(agency=agency, date=day).aggregate(
+        total=Coalesce(Sum("cost_usd"), Decimal(0))
+    )["total"]
+    return TodaySpend(
+        date=day,
+        spent_usd=spent,
+        reserved_usd=Decimal(0),
+        limit_usd=budget.limit_usd if budget is not None else None,
+    )
