@@ -1,6 +1,9 @@
 # Image for web, worker and beat (docker-compose.yml). External PostgreSQL and Redis only.
 FROM python:3.12-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DJANGO_SETTINGS_MODULE=config.settings.production
+# Two glibc malloc arenas per process, not 8 per core: web and worker run many threads, and each
+# arena keeps the memory freed in it (bench/README.md "Soak"; manage.py up sets it too).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY pyproject.toml constraints.txt ./
 COPY . .
