@@ -27,7 +27,7 @@ import psutil
 from django.conf import settings
 
 from bench.machine import measure
-from bench.soak import fixture, report
+from bench.soak import fixture, memory, report
 from bench.soak.sampling import Sampler
 from bench.soak.stack import ROOT, Stack
 
@@ -52,6 +52,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="RSS baseline at least this late, and once every page has been served (default: a "
         "tenth of the soak)",
+    )
+    parser.add_argument(
+        "--memory-dumps",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="the web process's memory dumped every SECONDS and at the end into OUT/memory "
+        "(ops/memory_dump.py: tracemalloc on from the first dump; compare two with python -m "
+        "bench.soak.memory; 0: off)",
     )
     return parser.parse_args(argv)
 
@@ -83,7 +92,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     stop_servers = services.started or (
         settings.SERVICES.started_embedded and embedded.data_dir() == setup_data_dir
     )
-    stack = Stack(data_dir=data_dir, port=args.port or embedded.free_port(), log=out / "up.log")
+    dumps = memory.environment(out / "memory") if args.memory_dumps else None
+    port = args.port or embedded.free_port()
+    stack = Stack(data_dir=data_dir, port=port, log=out / "up.log", env=dumps)
     try:
         print(f"soak: starting the platform (log: {stack.log})", flush=True)
         stack.start()
@@ -104,11 +115,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         load_before = os.getloadavg()
         cpu = CpuShare(stack, embedded.running_pids())
         sampler.start()
+        dumper = memory.Dumper(pids["web"], args.memory_dumps).start() if dumps else None
         log_start = stack.lines()  # the start's 503s (/healthz before the worker) are not counted
         print(f"soak: {users} for {seconds:.0f} s against {stack.url}", flush=True)
         started = time.monotonic()
         _run_locust(stack.url, out, users, seconds)
         elapsed = time.monotonic() - started
+        if dumper is not None:
+            dumper.stop()
         sampler.stop()
         shares = cpu.finish()
         result = _report(

@@ -24,8 +24,11 @@ UNTHROTTLED = {
 
 
 class Stack:
-    def __init__(self, *, data_dir: Path, port: int, log: Path) -> None:
+    def __init__(
+        self, *, data_dir: Path, port: int, log: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.data_dir = data_dir
+        self.extra_env = env or {}
         self.port = port
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
@@ -47,6 +50,7 @@ class Stack:
             PYTHONUNBUFFERED="1",
             **UNTHROTTLED,
         )
+        env.update(self.extra_env)
         return env
 
     def start(self, timeout: float = 300) -> Stack:
