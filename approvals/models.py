@@ -36,7 +36,7 @@ class RiskRule(AgencyOwnedModel):
     risk_level = models.CharField(max_length=10, choices=RiskLevel.choices)
     requires_approval = models.BooleanField(default=True)
     priority = models.PositiveSmallIntegerField(default=100)  # lower is evaluated first
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=True)
 
     class Meta:
         ordering = ["priority", "name"]

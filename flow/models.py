@@ -60,16 +60,18 @@ class ExpectedWorkflow(AgencyOwnedModel):
         blank=True,
         help_text='[{"from": "running", "to": "waiting_approval", "is_required": false}]',
     )
-    max_duration_ms = models.PositiveIntegerField(null=True, blank=True)
-    max_cost_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
-    max_llm_calls = models.PositiveIntegerField(null=True, blank=True)
+    max_duration_ms = models.PositiveIntegerField("max duration (ms)", null=True, blank=True)
+    max_cost_usd = models.DecimalField(
+        "max cost (USD)", max_digits=10, decimal_places=2, null=True, blank=True
+    )
+    max_llm_calls = models.PositiveIntegerField("max LLM calls", null=True, blank=True)
     success_conditions = models.JSONField(
         default=dict,
         blank=True,
         help_text='Seed 003\'s success_conditions, e.g. {"status": '
         '"completed"} (the analysis checks "status" and "stop_reason").',
     )
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=True)
 
     class Meta:
         ordering = ["name"]

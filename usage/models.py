@@ -47,18 +47,21 @@ class UsageDaily(AgencyOwnedModel):
     provider = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
 
-    agent_runs = models.PositiveIntegerField(default=0)
-    llm_calls = models.PositiveIntegerField(default=0)
+    agent_runs = models.PositiveIntegerField("runs", default=0)
+    llm_calls = models.PositiveIntegerField("LLM calls", default=0)
     tool_calls = models.PositiveIntegerField(default=0)
-    tokens_input = models.PositiveBigIntegerField(default=0)
-    tokens_output = models.PositiveBigIntegerField(default=0)
-    tokens_cache_read = models.PositiveBigIntegerField(default=0)
-    tokens_cache_write = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal(0))
+    tokens_input = models.PositiveBigIntegerField("input tokens", default=0)
+    tokens_output = models.PositiveBigIntegerField("output tokens", default=0)
+    tokens_cache_read = models.PositiveBigIntegerField("cache read tokens", default=0)
+    tokens_cache_write = models.PositiveBigIntegerField("cache write tokens", default=0)
+    cost_usd = models.DecimalField(
+        "cost (USD)", max_digits=14, decimal_places=6, default=Decimal(0)
+    )
 
     class Meta:
         ordering = ["-date"]
-        verbose_name_plural = "daily usage"
+        verbose_name = "day of usage"
+        verbose_name_plural = "days of usage"
         indexes = [models.Index(fields=["site", "-date"], name="usage_daily_site_date_idx")]
         constraints = [
             models.UniqueConstraint(
@@ -178,7 +181,7 @@ class ModelPrice(AgencyOwnedModel):
     cache_write_per_mtok = models.DecimalField(
         max_digits=12, decimal_places=6, null=True, blank=True
     )
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=True)
 
     class Meta:
         ordering = ["provider", "model"]

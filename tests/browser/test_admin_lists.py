@@ -21,6 +21,7 @@ from tests.approvals.factories import ApprovalFactory
 from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
 from tests.factories import AgencyFactory, MembershipFactory
 from tests.processes import AsgiServer
+from tests.usage.factories import UsageDailyFactory
 
 pytestmark = pytest.mark.slow
 
@@ -126,3 +127,30 @@ def test_empty_lists_say_what_will_appear_and_how_to_start(
     expect(page.locator("#empty-state h2")).to_have_text("No expected workflow yet")
     expect(page.locator("#empty-state")).to_contain_text("Add expected workflow")
     _look(page, "u1-empty-flow-expectedworkflow")
+
+
+def test_breadcrumbs_and_columns_name_sections_as_the_sidebar_does(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    agency, user = _member(Role.ADMIN)
+    agent = AgentFactory.create(agency=agency)
+    UsageDailyFactory.create(agent=agent, llm_calls=3)
+    page = logged_in(browser, asgi_server, user).new_page()
+    header = page.locator("#header-inner h1, h1").first
+
+    # Events sit under "Agents & runs" in the sidebar: the breadcrumbs say the same.
+    page.goto(f"{asgi_server.url}/admin/core/event/")
+    expect(header).to_contain_text("Agents & runs")
+    expect(header).not_to_contain_text("Agencies and access")
+    expect(page.locator("#nav-sidebar, aside").first).to_contain_text("Agents & runs")
+    _look(page, "u1-labels-events")
+
+    page.goto(f"{asgi_server.url}/admin/usage/usagedaily/")
+    expect(header).to_contain_text("Usage & budgets")
+    expect(header).to_contain_text("Daily usage")
+    columns = page.locator("#result_list thead").inner_text()
+    for label in ("LLM calls", "Cost (USD)", "Input tokens"):
+        assert label in columns, columns
+    assert "Llm calls" not in columns
+    expect(page.get_by_text("1 day of usage")).to_be_visible()
+    _look(page, "u1-labels-daily-usage")
