@@ -13,6 +13,7 @@ guard = admin.site.admin_view
 urlpatterns = [
     path("", guard(views.inbox), name="list"),
     path("partials/list/", guard(views.list_partial), name="list-partial"),
+    path("approve-selected/", guard(views.approval_bulk), name="approve-selected"),
     path("<uuid:approval_id>/", guard(views.approval_detail), name="approval"),
     path("<uuid:approval_id>/approve/", guard(views.approval_approve), name="approval-approve"),
     path("<uuid:approval_id>/deny/", guard(views.approval_deny), name="approval-deny"),

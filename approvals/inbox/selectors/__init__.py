@@ -28,15 +28,21 @@ from approvals.inbox.selectors.item import (
     run_context,
 )
 from approvals.inbox.selectors.lists import (
+    CHIP_VALUES,
+    Chip,
     InboxCounts,
     InboxItem,
     ItemKind,
+    chips,
     decided_items,
+    in_chip,
     pending_counts,
     pending_items,
 )
 
 __all__ = [
+    "CHIP_VALUES",
+    "Chip",
     "InboxCounts",
     "InboxItem",
     "ItemKind",
@@ -47,9 +53,11 @@ __all__ = [
     "action_in_words",
     "age",
     "approval_url",
+    "chips",
     "decided_items",
     "expires_in",
     "failed_calls_of_correction",
+    "in_chip",
     "inbox_scope",
     "pending_counts",
     "pending_items",

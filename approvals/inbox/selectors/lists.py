@@ -10,6 +10,7 @@ from typing import Literal
 
 from django.db.models import QuerySet
 
+from approvals.bulk import BULK_RISK_LEVELS
 from approvals.describe import clip
 from approvals.inbox.selectors.common import (
     action_in_words,
@@ -78,6 +79,11 @@ class InboxItem:
     @property
     def risk_label(self) -> str:
         return RiskLevel(self.risk_level).label if self.risk_level in RiskLevel.values else ""
+
+    @property
+    def bulk_approvable(self) -> bool:
+        """A pending low-risk approval: "Approve selected" may approve it unopened."""
+        return self.pending and self.kind == "approval" and self.risk_level in BULK_RISK_LEVELS
 
 
 @dataclass(frozen=True)
@@ -174,3 +180,33 @@ def decided_items(*, agency: Agency, limit: int = DECIDED_LIMIT) -> list[InboxIt
     settled += [(q.updated_at, _question_item(q)) for q in questions]
     settled.sort(key=lambda pair: pair[0], reverse=True)
     return [item for _, item in settled[:limit]]
+
+
+# The waiting list's chips: each risk level, and questions (whatever their weight).
+QUESTIONS_CHIP = "questions"
+CHIP_VALUES = (RiskLevel.CRITICAL, RiskLevel.HIGH, RiskLevel.MEDIUM, RiskLevel.LOW, QUESTIONS_CHIP)
+
+
+@dataclass(frozen=True)
+class Chip:
+    value: str  # "" for all
+    label: str
+    count: int
+
+
+def in_chip(item: InboxItem, value: str) -> bool:
+    if not value:
+        return True
+    if value == QUESTIONS_CHIP:
+        return item.kind == "question"
+    return item.kind == "approval" and item.risk_level == value
+
+
+def chips(items: list[InboxItem]) -> list[Chip]:
+    """All, then each risk level's approvals and the questions, with how many of ``items`` each
+    holds."""
+    labels = {**{level.value: level.label for level in RiskLevel}, QUESTIONS_CHIP: "Questions"}
+    return [Chip("", "All", len(items))] + [
+        Chip(value, labels[value], sum(1 for item in items if in_chip(item, value)))
+        for value in CHIP_VALUES
+    ]

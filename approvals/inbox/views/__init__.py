@@ -13,7 +13,8 @@ Deny, edit-and-approve and stopping a run each take a second step (a confirmatio
 values carried over), which works without JavaScript and on any phone.
 
 One module per page family: ``lists`` (the list, its live fragment, where an approver lands),
-``approval_pages``, ``question_pages``; ``common`` holds who may decide and how a page renders.
+``approval_pages``, ``bulk`` (approve selected low-risk items), ``question_pages``; ``common``
+holds who may decide and how a page renders.
 """
 
 from approvals.inbox.views.approval_pages import (
@@ -22,12 +23,14 @@ from approvals.inbox.views.approval_pages import (
     approval_detail,
     approval_edit,
 )
+from approvals.inbox.views.bulk import approval_bulk
 from approvals.inbox.views.lists import admin_index, inbox, list_partial
 from approvals.inbox.views.question_pages import question_detail, question_respond
 
 __all__ = [
     "admin_index",
     "approval_approve",
+    "approval_bulk",
     "approval_deny",
     "approval_detail",
     "approval_edit",

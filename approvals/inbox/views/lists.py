@@ -27,23 +27,37 @@ def _show(request: HttpRequest) -> str:
     return "decided" if request.GET.get("show") == "decided" else "waiting"
 
 
+def _only(request: HttpRequest) -> str:
+    """The waiting list's chip: one risk level, or questions; "" for everything."""
+    value = request.GET.get("only", "")
+    return value if value in selectors.CHIP_VALUES else ""
+
+
 def _list_context(request: HttpRequest, agency: Agency, show: str) -> dict[str, Any]:
+    only = _only(request) if show == "waiting" else ""
     with selectors.inbox_scope(agency.pk):
         counts = selectors.pending_counts(agency=agency)
         if show == "decided":
             items = selectors.decided_items(agency=agency)
         else:
             items = selectors.pending_items(agency=agency)
+    chips = selectors.chips(items) if show == "waiting" else []
+    shown = [item for item in items if selectors.in_chip(item, only)]
     query = agency_query(request, agency)
     partial = reverse("approvals_inbox:list-partial") + f"?show={show}"
+    partial += f"&only={only}" if only else ""
     return {
         "agency": agency,
-        "items": items,
+        "items": shown,
         "counts": counts,
         "show": show,
-        "more_waiting": show == "waiting" and counts.total > len(items),
+        "only": only,
+        "chips": chips,
+        "more_waiting": show == "waiting" and not only and counts.total > len(items),
         "partial_url": f"{partial}&{query}" if query else partial,
+        "agency_query": query,
         "can_decide": can_decide(request),
+        "bulk_ready": can_decide(request) and any(item.bulk_approvable for item in shown),
     }
 
 

@@ -86,12 +86,27 @@
             }
         });
 
+        // The actions ticked for "Approve selected" stay ticked when the list is swapped in
+        // again (those still waiting): a live update does not undo a selection.
+        let ticked = [];
+        document.body.addEventListener("htmx:afterSwap", function (event) {
+            if (!list || event.detail.target !== list) {
+                return;
+            }
+            list.querySelectorAll("input[data-pick]").forEach(function (box) {
+                box.checked = ticked.indexOf(box.value) >= 0;
+            });
+        });
+
         // An answer that is not the list (the login page, once the session has ended) is not
         // swapped in: the page reloads, and the admin asks to log in again.
         document.body.addEventListener("htmx:beforeSwap", function (event) {
             if (!list || event.detail.target !== list) {
                 return;
             }
+            ticked = Array.from(list.querySelectorAll("input[data-pick]:checked"), function (box) {
+                return box.value;
+            });
             const xhr = event.detail.xhr;
             if (xhr.getResponseHeader(LIST_HEADER) === null) {
                 event.detail.shouldSwap = false;
