@@ -73,6 +73,11 @@ def test_chips_narrow_the_lists_and_low_risk_actions_are_approved_together(
     _at_both_widths(page, "chips-inbox-low")
     page.locator(f"input[data-pick][value='{low[0].pk}']").check()
     page.locator(f"input[data-pick][value='{low[1].pk}']").check()
+    # A live refresh of the list (what a run starting or stopping to wait sends) keeps the ticks.
+    page.evaluate("document.querySelector('.inbox-cards').dataset.before = 'refresh'")
+    page.evaluate("document.body.dispatchEvent(new CustomEvent('inbox-update'))")
+    expect(page.locator(".inbox-cards[data-before]")).to_have_count(0)  # swapped in anew
+    expect(page.locator("input[data-pick]:checked")).to_have_count(2)
     page.locator('[data-action="approve-selected"]').click()
     expect(page.get_by_text("Approved 2 low-risk actions.")).to_be_visible()
     _at_both_widths(page, "chips-inbox-approved")
