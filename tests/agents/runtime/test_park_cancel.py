@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agents.models import Agent, Execution, ExecutionStatus
-from agents.runtime import loop
+from agents.runtime import act
 from agents.runtime.loop import run_execution
 from approvals.models import Approval, ApprovalStatus
 from core import tenancy
@@ -26,7 +26,7 @@ APPROVE_EMAIL = {"type": "require_approval", "tools": ["email_*"], "description"
 def _cancel_when(
     monkeypatch: pytest.MonkeyPatch, execution: Execution, parks: Callable[[Any], bool]
 ) -> None:
-    real = loop.execute_tool_call
+    real = act.execute_tool_call
 
     def outcome_then_cancel(*args: Any, **kwargs: Any) -> Any:
         outcome = real(*args, **kwargs)
@@ -34,7 +34,7 @@ def _cancel_when(
             cancel_from_elsewhere(execution)
         return outcome
 
-    monkeypatch.setattr(loop, "execute_tool_call", outcome_then_cancel)
+    monkeypatch.setattr(act, "execute_tool_call", outcome_then_cancel)
 
 
 def _status(execution: Execution) -> str:
