@@ -19,9 +19,13 @@ import psycopg
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.dispatch import Signal
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 logger = logging.getLogger(__name__)
+# Sent (with ``alias``) when a stalled pool is replaced, the last resort: ops counts it
+# (agentdesk_db_pool_replacements_total). A signal: core imports nothing above it.
+pool_replaced = Signal()
 # Between probes while the database is down: short at first (a blip), then every 2 s.
 PROBE_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 
@@ -152,9 +156,7 @@ def _replace(pool: ConnectionPool) -> None:
         pool.get_stats(),
     )
     del pools[connection.alias]
-    from ops.metrics import recording  # noqa: PLC0415 - the metrics import the settings
-
-    recording.db_pool_replaced()
+    pool_replaced.send(sender=None, alias=connection.alias)
     # Closing waits for its threads: not on this request's time.
     threading.Thread(target=pool.close, name="close-stalled-pool", daemon=True).start()
 

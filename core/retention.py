@@ -1,5 +1,6 @@
 """Deleting what is past an agency's retention, in small batches (DESIGN: retention is a beat job
-of the app that owns the rows; this is the shared mechanism and the events' own policy).
+of the app that owns the rows; this is the shared mechanism, each app's policies are its own:
+agents/retention.py has the events', which depend on their runs).
 
 Each batch is its own short transaction in the agency's context (row-level security applies):
 the ids of at most ``BATCH`` rows are read, then those rows (still matching the policy) are
@@ -18,11 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from core import tenancy
-from core.models import Agency, Event
+from core.models import Agency
 
 logger = logging.getLogger(__name__)
 BATCH = 200  # top-level rows per transaction (each with what cascades from it)
@@ -124,21 +125,3 @@ def purge_all_agencies(policies: list[Policy], *, now: datetime.datetime | None 
         f", {failed} failed" if failed else "",
     )
     return total
-
-
-def _events_past(before: datetime.datetime) -> QuerySet[Event]:
-    # Named here, not imported at the top: core does not depend on the agents app's models.
-    from agents.models import TERMINAL_STATUSES, Execution  # noqa: PLC0415
-
-    # Processed ones only (an event not yet dispatched still has agents to start), and not one
-    # that started a run still in progress or waiting: deleting it would clear that run's
-    # trigger_event, and such runs are never touched.
-    in_flight = Execution.objects.filter(trigger_event=OuterRef("pk")).exclude(
-        status__in=TERMINAL_STATUSES
-    )
-    return Event.objects.filter(created_at__lt=before, processed_at__isnull=False).exclude(
-        Exists(in_flight)
-    )
-
-
-EVENTS = Policy("events", "event_retention_days", _events_past)

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from core import retention, tenancy
-
-
-@shared_task(name="core.purge_past_retention", ignore_result=True)
-def purge_past_retention() -> int:
-    """Beat: processed events older than each agency's ``event_retention_days``."""
-    return retention.purge_all_agencies([retention.EVENTS])
+from core import tenancy
 
 
 @shared_task(name="core.purge_idempotency_records", ignore_result=True)

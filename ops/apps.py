@@ -10,4 +10,8 @@ class OpsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from core.database import pool_replaced  # noqa: PLC0415 - apps loaded
+        from ops.metrics import recording  # noqa: PLC0415 - imports the settings' metrics
+
+        pool_replaced.connect(recording.db_pool_replaced, dispatch_uid="ops.db_pool_replaced")
         memory_dump.install()  # a debugging aid: only with AGENTDESK_MEMORY_DUMP_DIR set

@@ -334,7 +334,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
     "purge-events-past-retention": {
-        "task": "core.purge_past_retention",
+        "task": "agents.purge_events_past_retention",
         "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
     "purge-memory-changes-past-retention": {

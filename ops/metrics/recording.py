@@ -210,7 +210,7 @@ def reaper_redelivered(kind: str | None = None, n: int = 0, /, **counts: int) ->
             m.REAPER_REDELIVERIES.labels(name).inc(count)
 
 
-def db_pool_replaced() -> None:
-    """A web process replaced its stalled database pool (core.database)."""
+def db_pool_replaced(sender: object = None, **kwargs: object) -> None:
+    """A web process replaced its stalled database pool (core.database.pool_replaced)."""
     if ENABLED:
         m.DB_POOL_REPLACEMENTS.inc()

@@ -28,7 +28,6 @@ from agents.models import (
 )
 from approvals.models import Approval, Question
 from core import retention, tenancy
-from core import tasks as core_tasks
 from core.models import Agency, Event, Role, User
 from tests.admin.helpers import change_url
 from tests.agents.factories import (
@@ -153,7 +152,7 @@ def snapshot(runs: dict[str, Execution]) -> dict[str, tuple[object, ...]]:
 def purge() -> None:
     """What beat runs: each app's job, called as the worker calls it."""
     agents_retention.purge_past_retention()
-    core_tasks.purge_past_retention()
+    agents_retention.purge_events_past_retention()
 
 
 def test_retention_deletes_exactly_what_is_past_it_and_nothing_in_flight() -> None:
@@ -237,12 +236,12 @@ def test_a_backlog_past_the_batches_of_one_job_is_finished_by_the_next(
         event(agency, OLD, processed=True)
 
     with caplog.at_level(logging.INFO, logger="core.retention"):
-        assert core_tasks.purge_past_retention() >= 4
+        assert agents_retention.purge_events_past_retention() >= 4
     assert counts(agency.id)["Event"] == 3
     assert any("left for the next job" in message for message in caplog.messages)
 
-    core_tasks.purge_past_retention()
-    core_tasks.purge_past_retention()
+    agents_retention.purge_events_past_retention()
+    agents_retention.purge_events_past_retention()
     assert counts(agency.id)["Event"] == 0
 
 
@@ -261,7 +260,7 @@ def test_one_agency_failing_does_not_stop_the_others(
 
     monkeypatch.setattr(retention, "purge_agency", failing_for_first)
     with caplog.at_level(logging.INFO, logger="core.retention"):
-        core_tasks.purge_past_retention()
+        agents_retention.purge_events_past_retention()
 
     assert counts(first.id)["Event"] == 1
     assert counts(second.id)["Event"] == 0
