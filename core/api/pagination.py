@@ -27,6 +27,13 @@ def _integer_param(request: Request, name: str, *, minimum: int | None = None) -
     return int(value)
 
 
+def check_page_params(request: Request) -> None:
+    """``page`` and ``page_size`` as the schema says (400 otherwise), where a view answers
+    without cutting a page (a CSV file of every row): ignored, a mistake would look fine."""
+    _integer_param(request, "page", minimum=1)
+    _integer_param(request, "page_size", minimum=1)
+
+
 class PageNumberPagination(pagination.PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 100
@@ -38,6 +45,8 @@ class PageNumberPagination(pagination.PageNumberPagination):
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters: list[dict[str, Any]] = super().get_schema_operation_parameters(view)
         for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"]["minimum"] = 1  # 0 or less: no page (404; a CSV file: 400)
             if parameter["name"] == self.page_size_query_param:
                 parameter["schema"]["minimum"] = 1
                 parameter["description"] = (

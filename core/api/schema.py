@@ -66,6 +66,8 @@ class AutoSchema(openapi.AutoSchema):
             and not field.allow_blank
             and schema.get("type") == "string"
             and not {"pattern", "format", "enum"} & schema.keys()
+            # A RegexValidator's pattern (drf-spectacular adds it after this) says more.
+            and not any(hasattr(validator, "regex") for validator in field.validators)
         ):
             # The server strips the text first: blank after that (" ") is refused, as "" is.
             schema["pattern"] = NOT_BLANK

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api.base import TenantScopedView
+from core.api.pagination import check_page_params
 from usage.api.renderers import CSVRenderer
 from usage.api.serializers import UsageQuerySerializer
 from usage.models import UsageDaily
@@ -89,6 +90,7 @@ class UsageDailyList(TenantScopedView, generics.ListAPIView):
 
     def paginate_queryset(self, queryset: Any) -> Any:
         if self.request.accepted_renderer.format == "csv":
+            check_page_params(self.request)
             return None  # the whole range (at most a year): a file, not a page
         return super().paginate_queryset(queryset)
 
