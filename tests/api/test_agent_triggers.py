@@ -38,7 +38,7 @@ def test_create_with_a_trigger_that_could_never_fire_is_refused(
     response = as_role(Role.STAFF).post(URL, agent_body(tenant_a, **extra), format="json")
     errors = fields_of(response, status)
     assert any(message in m for m in errors[field]), errors
-    assert count(Agent) == 0
+    assert count(Agent, agency=tenant_a.agency) == 0
 
 
 @pytest.mark.parametrize(("extra", "field", "message", "status"), BAD_TRIGGERS)
