@@ -63,16 +63,18 @@ def _create_test_database() -> None:
                 owner=owner["USER"],
                 runtime=settings.DATABASES["default"]["USER"],
             )
-        maintenance = db_roles.with_database(db_roles.conninfo_from_settings(owner), "postgres")
-        with psycopg.connect(maintenance, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        _drop_stale_test_databases(lock)
+        # Dropped and created on the superuser's connection when there is one: the bootstrap's
+        # own session in this database may still be exiting, and only a superuser may end a
+        # superuser's session (DROP ... WITH (FORCE) as the owner failed on a busy CI machine).
+        lock.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        lock.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(name), sql.Identifier(owner["USER"])
             )
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(name), sql.Identifier(owner["USER"])
-                )
-            )
+        )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
