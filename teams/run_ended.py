@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agents.lifecycle import RunEnded
 from agents.models import ExecutionStatus, TriggerType
-from teams import services
+from teams.services import ending
 
 
 def delegation_ended(ended: RunEnded) -> None:
@@ -14,4 +14,4 @@ def delegation_ended(ended: RunEnded) -> None:
     delegated = execution.trigger_type == TriggerType.AGENT
     if not delegated and execution.status == ExecutionStatus.COMPLETED:
         return  # the common case: no query
-    services.run_ended(execution)
+    ending.run_ended(execution)

@@ -12,7 +12,7 @@ from agents.models import Agent, Execution, ExecutionStatus
 from agents.runtime import store
 from agents.runtime.plugins import Park, StepWriter, apply_in_step
 from core import tenancy
-from teams import services
+from teams.services import delegate, ending, expiry, limits
 from tools.handlers import AwaitRun
 
 if TYPE_CHECKING:
@@ -37,12 +37,12 @@ def narrowed_tools(agent: Agent, execution: Execution, tools: list[ToolPolicy]) 
     if delegation is not None:
         allowed = set(delegation.get("allowed_tools") or [])
         tools = [t for t in tools if t["name"] in allowed]
-    if not agent.delegate_agents or all(t["name"] != services.TOOL_NAME for t in tools):
+    if not agent.delegate_agents or all(t["name"] != delegate.TOOL_NAME for t in tools):
         return tools
     team = _team(agent)
     return [
         {**t, "description": f"{t['description']}\n\n{team}"}
-        if t["name"] == services.TOOL_NAME
+        if t["name"] == delegate.TOOL_NAME
         else t
         for t in tools
     ]
@@ -58,7 +58,7 @@ def _team(agent: Agent) -> str:
         .values_list("slug", "name", "description")
     )
     for slug, name, description in others:
-        if services.may_delegate_to(agent, slug) is None:
+        if delegate.may_delegate_to(agent, slug) is None:
             about = " ".join(description.split())[:DESCRIPTION_CHARS]
             lines.append(f"- {slug}: {name}" + (f" ({about})" if about else ""))
     if not lines:
@@ -67,8 +67,9 @@ def _team(agent: Agent) -> str:
 
 
 def narrow(snapshot: ConfigSnapshot, execution: Execution) -> None:
-    """A delegated run's limits: no more than its parent's (teams.services._constraints), and
-    the constraints recorded in its snapshot (``delegation``)."""
+    """A delegated run's limits: no more than its parent's
+    (teams.services.limits.child_constraints), and the constraints recorded in its snapshot
+    (``delegation``)."""
     delegation = _delegation(execution)
     if delegation is None:
         return
@@ -95,7 +96,7 @@ class BudgetShare:
 
 
 def budget_share(snapshot: ConfigSnapshot) -> BudgetShare | None:
-    """The run's budget share (teams.services._constraints), or ``None`` without one."""
+    """The run's budget share (teams.services.limits.child_constraints), or ``None`` without one."""
     delegation = snapshot.get("delegation")
     cap = delegation.get("max_cost_usd") if delegation else None
     return None if cap is None else BudgetShare(Decimal(cap))
@@ -116,7 +117,7 @@ def over_share(
     if share.delegated is None:
         store.settle_in_flight()
         with tenancy.agency_context(execution.agency_id):
-            share.delegated = services.delegated_cost(execution)
+            share.delegated = limits.delegated_cost(execution)
     step = price.max_cost(input_tokens=input_tokens, max_output_tokens=snapshot["max_tokens"])
     spent = Decimal(execution.cost_usd) + share.delegated
     if spent + step <= share.limit:
@@ -137,8 +138,8 @@ def park_verdict(tool_name: str, awaiting: AwaitRun) -> Park:
     agent = awaiting.input_request.get("agent", "another")
 
     def check(tx: StepWriter) -> None:
-        services.schedule_expiry(tx.execution)
-        services.park_check(tx.execution, awaiting.execution_id)  # a child that ended meanwhile
+        expiry.schedule_expiry(tx.execution)
+        ending.park_check(tx.execution, awaiting.execution_id)  # a child that ended meanwhile
 
     return Park(
         status=ExecutionStatus.WAITING_AGENT,

@@ -16,7 +16,8 @@ from django.utils import timezone
 from agents.models import TERMINAL_STATUSES, Execution, ExecutionStatus, TriggerType
 from core import tenancy
 from core.tenancy import TenantTask
-from teams.services import RESUME_TASK, parent_resume, wait_expire
+from teams.services.ending import RESUME_TASK, parent_resume
+from teams.services.expiry import wait_expire
 
 logger = logging.getLogger(__name__)
 EXPIRY_BATCH = 500

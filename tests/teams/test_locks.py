@@ -31,7 +31,7 @@ from agents.services import execution_cancel
 from approvals.services import approval_decide
 from core import tenancy
 from teams import runtime as teams_runtime
-from teams import services
+from teams.services import delegate, ending
 from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.approvals.factories import ApprovalFactory
 from tests.tools.factories import ToolCallFactory
@@ -139,7 +139,7 @@ def test_a_delegated_run_denied_while_its_parent_is_cancelled_neither_deadlocks(
     assert _resumes(sent) == [([str(child.id)], QUEUE)]  # on the parent's queue
     # The task records the answer; the parent has ended, so nothing resumes.
     with tenancy.agency_context(parent.agency_id):
-        assert services.parent_resume(child=ended) is False
+        assert ending.parent_resume(child=ended) is False
         [answer] = AgentMessage.objects.filter(from_execution=child, is_request=False)
     assert answer.to_execution_id == parent.id
     assert answer.message_type == MessageType.ERROR_NOTIFICATION
@@ -149,7 +149,7 @@ def test_the_parent_is_resumed_once_however_often_the_task_runs(live_db: None, s
     parent, child = _team(child_status=ExecutionStatus.COMPLETED)
     with tenancy.agency_context(parent.agency_id):
         child = Execution.objects.select_related("agent").get(pk=child.pk)
-        outcomes = [services.parent_resume(child=child) for _ in range(3)]
+        outcomes = [ending.parent_resume(child=child) for _ in range(3)]
         resumed = Execution.objects.get(pk=parent.pk)
         answers = AgentMessage.objects.filter(from_execution=child, is_request=False)
         assert answers.count() == 1
@@ -167,7 +167,7 @@ def test_a_parent_waiting_for_another_run_is_not_resumed(live_db: None, sent: Se
         Execution.objects.filter(pk=parent.pk).update(
             input_request={"kind": "agent", "execution_id": str(uuid.uuid4())}
         )
-        assert services.parent_resume(child=child) is False
+        assert ending.parent_resume(child=child) is False
         assert Execution.objects.get(pk=parent.pk).status == ExecutionStatus.WAITING_AGENT
 
 
@@ -200,7 +200,7 @@ def test_a_parent_that_parks_after_its_child_ended_is_still_resumed(
     with tenancy.agency_context(parent.agency_id):
         assert Execution.objects.get(pk=parent.pk).status == ExecutionStatus.WAITING_AGENT
         if resumed:  # the task, once the park committed
-            assert services.parent_resume(child=_fresh(child)) is True
+            assert ending.parent_resume(child=_fresh(child)) is True
             assert Execution.objects.get(pk=parent.pk).status == ExecutionStatus.PENDING
 
 
@@ -236,12 +236,12 @@ def test_instruction_and_input_too_long_together_say_so() -> None:
     # 9,900 bytes compact, but one line per item as the run's input shows it
     input_data = {"ids": [0] * 3300}
     with pytest.raises(ToolError) as raised:
-        services.check_arguments(
+        delegate.check_arguments(
             {"agent": "helper", "instruction": "x" * 8000, "input": input_data}
         )
     assert "together" in raised.value.message
     with pytest.raises(ToolError) as raised:
-        services.check_arguments(
+        delegate.check_arguments(
             {"agent": "helper", "instruction": "x", "input": {"a": "y" * 11_000}}
         )
     assert "bytes" in raised.value.message
@@ -249,18 +249,18 @@ def test_instruction_and_input_too_long_together_say_so() -> None:
 
 def test_a_long_result_is_left_out_of_the_parents_context() -> None:
     child = Execution(
-        output="z" * (services.OUTPUT_MAX_CHARS + 10),
+        output="z" * (delegate.OUTPUT_MAX_CHARS + 10),
         result={"rows": ["r" * 100] * 300},
         status=ExecutionStatus.COMPLETED,
         stop_reason=StopReason.FINAL_ANSWER,
     )
-    answer = services._answer(child)
-    assert len(answer["output"]) == services.OUTPUT_MAX_CHARS
+    answer = delegate.child_answer(child)
+    assert len(answer["output"]) == delegate.OUTPUT_MAX_CHARS
     assert answer["result"] == {}
     assert answer["truncated"] == ["output", "result"]
     child.result = {"ok": True}
     child.output = "short"
-    assert services._answer(child) == {"output": "short", "result": {"ok": True}}
+    assert delegate.child_answer(child) == {"output": "short", "result": {"ok": True}}
 
 
 def test_the_expiry_sweep_goes_on_past_a_run_that_fails(
