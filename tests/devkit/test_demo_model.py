@@ -329,3 +329,33 @@ def test_an_orchestrator_that_cannot_delegate_creates_the_task_itself_and_says_s
     assert isinstance(answer, str)
     assert f"Created the task “{title}” for the team." in answer
     assert "Delegated" not in answer
+
+
+def _delivery(payload: dict[str, Any]) -> str:
+    """A webhook delivery as the run's first message (Execution.first_user_message)."""
+    data = {
+        "webhook": {"id": "a3bb189e-8bf9-3888-9912-ace4e6543002", "name": "Website enquiries"},
+        "delivery_id": "enquiry-1",
+        "payload": payload,
+    }
+    return "You were triggered with:\n" + json.dumps({"trigger": "webhook", "data": data}, indent=1)
+
+
+def test_a_webhook_delivery_is_not_taken_for_a_contact_id_and_is_described_in_words() -> None:
+    tools = [*ASSISTANT_TOOLS, "ask_user"]
+    order = _delivery({"order": {"id": 1042, "status": "paid"}})
+
+    action = next_action(_request(order, tools, []))
+
+    assert not isinstance(action, str)
+    assert action.tool == "crm_search_contacts"  # the webhook's id is no contact's
+    enquiry = _delivery({"email": PRIYA["email"], "message": "Could we see a demo?"})
+    first = next_action(_request(enquiry, tools, []))
+    assert not isinstance(first, str)
+    assert (first.tool, first.arguments) == ("crm_get_contact", {"email": PRIYA["email"]})
+    note = next_action(_request(enquiry, tools, [("crm_get_contact", {"contact": PRIYA})]))
+    assert not isinstance(note, str)
+    assert note.tool == "crm_add_note"
+    assert note.arguments["content"].startswith(
+        "Request: a delivery of the “Website enquiries” webhook: “Could we see a demo?”."
+    )

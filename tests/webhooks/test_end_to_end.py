@@ -12,7 +12,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,17 @@ from django.db import connection
 from django.test import Client
 
 from agents.models import Agent, ExecutionStatus, TriggerOutcome
+from core import tenancy
+from crm.models import Note
+from devkit.demo import demo_data_seed
 from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.demo import DemoModelServer
 from devkit.fake_server.script import by_turn, text_reply
+from live.selectors import failed_tool_calls
+from tests.factories import AgencyFactory, SiteFactory
 from tests.processes import AsgiServer, Worker, wait_for
 from tests.webhooks.conftest import encode, make_hook, runs, signed_headers, trigger_logs
+from tools.models import ToolCall
 from webhooks import receive as receive_module
 
 pytestmark = pytest.mark.slow
@@ -103,29 +110,46 @@ def test_the_same_delivery_sent_twice_at_once_starts_one_run(
     assert wait_for(run).status == ExecutionStatus.COMPLETED
 
 
+def _readme_section() -> str:
+    return README.read_text().split("## Webhooks", 1)[1].split("\n## ", 1)[0]
+
+
 def _readme_example() -> str:
-    section = README.read_text().split("## Webhooks", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    blocks = re.findall(r"```sh\n(.*?)```", _readme_section(), flags=re.DOTALL)
     [example] = [block for block in blocks if "openssl dgst" in block]
     return example
 
 
-def test_the_readmes_curl_and_openssl_example_starts_a_run(
-    make_agent: Callable[..., Agent],
-    fake_llm_server: FakeProviderServer,
+@pytest.fixture(scope="module")
+def demo_model() -> Iterator[DemoModelServer]:
+    with DemoModelServer(think_seconds=0, stream_interval=0, record=True) as server:
+        yield server
+
+
+def test_the_readmes_curl_and_openssl_example_runs_the_demo_agent_cleanly(
+    live_db: None,
+    demo_model: DemoModelServer,
     celery_worker: Worker,
     asgi_server: AsgiServer,
 ) -> None:
-    agent = make_agent()
-    fake_llm_server.set_responder(by_turn(text_reply("Paid order seen.")), key=agent.llm_model)
+    """The README's commands as they are, on a webhook of the demo agent it names (the demo
+    data and the demo model, as `manage.py up` has them): the run completes, no tool failed."""
+    agency = AgencyFactory.create()
+    SiteFactory.create(agency=agency)
+    demo_data_seed(agency=agency, model_url=demo_model.openai_base_url)
+    [name] = re.findall(r"demo agency's \*\*(\w+)\*\*", _readme_section())
+    with tenancy.agency_context(agency.id):
+        agent = Agent.objects.get(agency=agency, name=name)
     hook = make_hook(agent)
+    example = _readme_example()
+    [body] = re.findall(r"^BODY='(.*)'$", example, flags=re.M)
     env = {
         **os.environ,
         "WEBHOOK_URL": asgi_server.url + hook.path,
         "WEBHOOK_SECRET": hook.secret,
     }
     result = subprocess.run(
-        ["/bin/bash", "-euo", "pipefail", "-c", _readme_example()],
+        ["/bin/bash", "-euo", "pipefail", "-c", example],
         env=env,
         capture_output=True,
         text=True,
@@ -137,9 +161,26 @@ def test_the_readmes_curl_and_openssl_example_starts_a_run(
     assert answer["status"] == "pending", answer
     [run] = runs(agent)
     assert answer["execution_id"] == str(run.id)
-    assert answer["delivery_id"].startswith("order-1042-")
-    assert run.trigger_data["payload"] == {"order": {"id": 1042, "status": "paid", "total": 89.5}}
-    assert wait_for(run).status == ExecutionStatus.COMPLETED
+    assert answer["delivery_id"].startswith("enquiry-")
+    assert run.trigger_data["payload"] == json.loads(body)
+    done = wait_for(run)
+    assert done.status == ExecutionStatus.COMPLETED, done.error
+    with tenancy.agency_context(agency.id):
+        calls = list(
+            ToolCall.objects.filter(execution=run)
+            .order_by("created_at")
+            .values_list("tool_name", "status", "output")
+        )
+        note = Note.objects.filter(agency=agency).order_by("-created_at").first()
+    assert [(tool, status) for tool, status, _ in calls] == [
+        ("crm_get_contact", "completed"),
+        ("crm_add_note", "completed"),
+        ("task_create", "completed"),
+    ], calls
+    with tenancy.agency_context(agency.id):
+        assert failed_tool_calls(done) == 0  # what the run's page flags as "failed"
+    assert note is not None
+    assert json.loads(body)["message"] in note.content
 
 
 def _raw_request(server: AsgiServer, head: str, body: bytes) -> str:

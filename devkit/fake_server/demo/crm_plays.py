@@ -14,6 +14,7 @@ from devkit.fake_server.demo.situation import (
     Situation,
     find_contact,
     first_name,
+    is_trigger,
     open_contact,
     recent_note,
     request_in_words,
@@ -160,7 +161,7 @@ def _assistant_task(s: Situation) -> Action | None:
     if _declined(s):
         return None
     contact = s.contact
-    plain = " ".join(s.text.split())
+    plain = request_in_words(s.text) if is_trigger(s.text) else " ".join(s.text.split())
     title = f"Follow up with {who(contact)}" if contact else f"Look into: {plain}"
     priority = "high" if contact and contact.get("status") == "lead" else "medium"
     return Action(

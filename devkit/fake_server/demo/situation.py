@@ -4,6 +4,7 @@ takes next, and the steps the CRM plays share (find the contact, open the record
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,19 +86,62 @@ def first_name(contact: Mapping[str, Any]) -> str:
     return str(first or "there")
 
 
-def request_in_words(text: str) -> str:
-    if is_trigger(text):
-        return "a routine check (no instruction given)"
+def _quoted(text: str) -> str:
     one_line = " ".join(text.split())
     return f"“{one_line[:160]}{'…' if len(one_line) > 160 else ''}”"
+
+
+def request_in_words(text: str) -> str:
+    if not is_trigger(text):
+        return _quoted(text)
+    data = trigger_data(text)
+    webhook = data.get("webhook")
+    if isinstance(webhook, dict):  # webhooks.receive: {"webhook": {"id", "name"}, "payload"}
+        said = _message(data.get("payload"))
+        delivery = f"a delivery of the “{webhook.get('name') or 'inbound'}” webhook"
+        return f"{delivery}: {_quoted(said)}" if said else delivery
+    return "a routine check (no instruction given)"
+
+
+def _message(payload: Any) -> str:
+    """What a person wrote, in a payload that carries it (a form's message, a subject)."""
+    if not isinstance(payload, dict):
+        return ""
+    for key in ("message", "text", "subject", "summary", "body"):
+        if isinstance(payload.get(key), str) and payload[key].strip():
+            return str(payload[key])
+    return ""
 
 
 # --- shared steps ---------------------------------------------------------------------------------
 
 
+TRIGGER_PREFIX = "You were triggered with:"
+
+
 def is_trigger(text: str) -> bool:
     """Whether ``text`` describes a trigger (a run started with no instruction)."""
-    return not text.strip() or text.startswith("You were triggered with:")
+    return not text.strip() or text.startswith(TRIGGER_PREFIX)
+
+
+def trigger_data(text: str) -> dict[str, Any]:
+    """The ``data`` of a trigger's description (agents.models.Execution.first_user_message):
+    an event's or a webhook delivery's ``payload`` beside ids of its own ({} when none)."""
+    try:
+        described = json.loads(text.removeprefix(TRIGGER_PREFIX))
+    except ValueError:
+        return {}
+    data = described.get("data") if isinstance(described, dict) else None
+    return dict(data) if isinstance(data, dict) else {}
+
+
+def about(text: str) -> str:
+    """Where to look for the contact a request is about: the instruction, or a trigger's payload
+    (not the ids a trigger carries of its own: a webhook's, an event's)."""
+    if not is_trigger(text):
+        return text
+    payload = trigger_data(text).get("payload")
+    return json.dumps(payload, ensure_ascii=False) if payload else ""
 
 
 def find_contact(default_status: str, *, pick_when_unnamed: bool) -> StepFn:
@@ -105,19 +149,22 @@ def find_contact(default_status: str, *, pick_when_unnamed: bool) -> StepFn:
     of the ``default_status`` contacts if the run had no instruction or ``pick_when_unnamed``."""
 
     def step(s: Situation) -> Action | None:
-        if email := EMAIL.search(s.text):
+        text = about(s.text)
+        if email := EMAIL.search(text):
             return Action(
                 "crm_get_contact",
                 {"email": email.group()},
                 f"The request names {email.group()}. Let me open that contact's record first.",
             )
-        if contact_id := CONTACT_ID.search(s.text) or UUID.search(s.text):
+        # A bare id is a contact's only in an instruction: a payload names its contact_id.
+        bare = None if is_trigger(s.text) else UUID.search(text)
+        if contact_id := CONTACT_ID.search(text) or bare:
             return Action(
                 "crm_get_contact",
                 {"contact_id": contact_id.group("id")},
                 "I was given a contact id. Let me open that record first.",
             )
-        query = name_query(s.text)
+        query = name_query(text)
         if query:
             return Action(
                 "crm_search_contacts",
