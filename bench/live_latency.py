@@ -56,11 +56,12 @@ from django.conf import settings
 from agents.lifecycle import broadcasting
 from agents.models import Execution, StepType
 from agents.runtime import store
-from agents.services.executions import enqueue_execution
+from agents.services.start import enqueue_execution
 from bench import common
 from bench import step_overhead as overhead_bench
 from core import realtime
 from core.models import Role
+from core.realtime import publishing
 from tests.agents.factories import AgentFactory
 from tests.api.conftest import new_key
 from tests.live.helpers import ScriptedRun
@@ -247,7 +248,7 @@ class HotPathTimer:
 
 def _publisher_clock() -> int:
     """The CPU clock of this process's live-update publisher thread (started if need be)."""
-    publisher = realtime._publisher
+    publisher = publishing._publisher
     publisher._ensure_started()
     assert publisher._thread is not None
     assert publisher._thread.ident is not None

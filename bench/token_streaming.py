@@ -8,9 +8,9 @@ text, everything persisted and broadcast as in production. Four modes, alternate
 
 - ``off``: ``AGENTDESK_TOKEN_STREAMING=false``: no check, unstreamed calls (the code before);
 - ``unwatched``: the default: the run's group registered with the process's listener watch
-  (``core.realtime.Listeners``: a background thread asks Redis for all the process's runs every
-  ``AGENTDESK_TOKEN_WATCH_SECONDS``), the check before each call a lookup; the run's first
-  call may ask Redis itself;
+  (``core.realtime.listening.Listeners``: a background thread asks Redis for all the process's
+  runs every ``AGENTDESK_TOKEN_WATCH_SECONDS``), the check before each call a lookup; the run's
+  first call may ask Redis itself;
 - ``ask_every_call``: for comparison, the simplest design, not the product's: one
   ``PUBSUB NUMSUB`` round trip on the run's thread before every call;
 - ``watched``: one subscriber on the execution's group (a plain Redis subscription, as the
@@ -53,6 +53,7 @@ from agents.runtime import streaming
 from agents.runtime.loop import run_execution
 from bench import common
 from core import realtime, tenancy
+from core.realtime import listening, publishing
 from crm.models import Contact
 from tools.models import ToolCall
 
@@ -84,10 +85,10 @@ class Subscriber:
     own (its CPU is the watcher's, not the worker's), counting the token messages it gets."""
 
     def __init__(self, execution: Execution) -> None:
-        target = realtime._pubsub_target(get_channel_layer())
+        target = publishing._pubsub_target(get_channel_layer())
         assert target is not None, "needs the Redis pub/sub channel layer"
         url, prefix = target
-        channel = realtime._group_channel(prefix, realtime.execution_group(execution.id))
+        channel = publishing._group_channel(prefix, realtime.execution_group(execution.id))
         context = multiprocessing.get_context("fork")
         self._ready, self._done = context.Event(), context.Event()
         self._messages, self._chars = context.Value("i", 0), context.Value("i", 0)
@@ -123,14 +124,14 @@ class Subscriber:
 
 def ask_now(group: str) -> bool:
     """``ask_every_call``'s check: one round trip, whatever the listener watch knows."""
-    answer = realtime.listeners._ask([group])
+    answer = listening.listeners._ask([group])
     return bool(answer and answer[0])
 
 
 @contextmanager
 def timed_check(times: dict[str, list[float]], *, ask_every_call: bool) -> Iterator[None]:
     """Wall and thread-CPU microseconds of each watcher check (``Watchers.watched``)."""
-    original, lookup = streaming.Watchers.watched, realtime.has_listeners
+    original, lookup = streaming.Watchers.watched, listening.has_listeners
 
     @functools.wraps(original)
     def watched(self: streaming.Watchers) -> bool:
@@ -143,12 +144,12 @@ def timed_check(times: dict[str, list[float]], *, ask_every_call: bool) -> Itera
 
     streaming.Watchers.watched = watched  # type: ignore[method-assign]
     if ask_every_call:
-        realtime.has_listeners = ask_now
+        listening.has_listeners = ask_now
     try:
         yield
     finally:
         streaming.Watchers.watched = original  # type: ignore[method-assign]
-        realtime.has_listeners = lookup
+        listening.has_listeners = lookup
 
 
 def timer_overhead_us(samples: int = 20000) -> float:
@@ -214,7 +215,7 @@ def run_once(server: Any, iterations: int, mode: str, kind: str) -> dict[str, fl
     check: dict[str, list[float]] = {"wall_us": [], "cpu_us": []}
     calls = iterations + 1
     meter = common.CpuMeter(this_process=[os.getpid()])
-    asks = realtime.listeners.asks
+    asks = listening.listeners.asks
     with (
         override_settings(**SETTINGS[mode]),
         timed_check(check, ask_every_call=mode == "ask_every_call"),
@@ -238,7 +239,7 @@ def run_once(server: Any, iterations: int, mode: str, kind: str) -> dict[str, fl
         "check_cpu_us_per_call": sum(check["cpu_us"]) / calls,
         "check_wall_us_p50": statistics.median(check["wall_us"]),
         "check_wall_us_max": max(check["wall_us"]),
-        "redis_asks_per_call": (realtime.listeners.asks - asks) / calls,
+        "redis_asks_per_call": (listening.listeners.asks - asks) / calls,
     }
     if subscriber is not None:
         result["token_messages_per_call"] = received[0] / calls
@@ -256,15 +257,15 @@ def bare_checks(samples: int = 2000) -> dict[str, float]:
         ask_now(group)
         walls.append((time.perf_counter() - wall) * 1e6)
         cpus.append((time.thread_time() - cpu) * 1e6)
-    realtime.listeners.register(group)
+    listening.listeners.register(group)
     try:
-        realtime.has_listeners(group)  # answered
+        listening.has_listeners(group)  # answered
         started = time.perf_counter()
         for _ in range(samples * 50):
-            realtime.has_listeners(group)
+            listening.has_listeners(group)
         lookup_us = (time.perf_counter() - started) * 1e6 / (samples * 50)
     finally:
-        realtime.listeners.unregister(group)
+        listening.listeners.unregister(group)
     return {
         "pubsub_numsub_wall_us_p50": round(statistics.median(walls), 1),
         "pubsub_numsub_wall_us_p99": round(common.percentile(walls, 99), 1),

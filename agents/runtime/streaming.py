@@ -1,13 +1,13 @@
 """A model call's text, streamed to the execution's watchers while the call runs.
 
 A run registers its execution's group with the process's listener watch while it runs
-(``core.realtime.listeners``: one background thread asks Redis, for all the process's runs in
-one ``PUBSUB NUMSUB``, every ``AGENTDESK_TOKEN_WATCH_SECONDS``), so knowing before a model call
-whether anyone watches costs a dictionary lookup; only a run's first call may wait for one Redis
-round trip. Watched, the call is streamed (``Provider.complete(on_text=...)``) and its text goes
-to the group as ``execution.token`` messages (agents/lifecycle/protocol.py ``TokenEvent``), at
-once, batched by the publisher; the reply is persisted exactly as an unstreamed one when the call
-ends, and its step event follows the tokens. Not watched, the call is the unstreamed call it
+(``core.realtime.listening.listeners``: one background thread asks Redis, for all the process's
+runs in one ``PUBSUB NUMSUB``, every ``AGENTDESK_TOKEN_WATCH_SECONDS``), so knowing before a model
+call whether anyone watches costs a dictionary lookup; only a run's first call may wait for one
+Redis round trip. Watched, the call is streamed (``Provider.complete(on_text=...)``) and its text
+goes to the group as ``execution.token`` messages (agents/lifecycle/protocol.py ``TokenEvent``),
+at once, batched by the publisher; the reply is persisted exactly as an unstreamed one when the
+call ends, and its step event follows the tokens. Not watched, the call is the unstreamed call it
 always was. Nothing of a stream is persisted: a call that fails or is retried leaves the text it
 streamed without a step.
 """
@@ -21,6 +21,7 @@ from django.conf import settings
 
 from agents.lifecycle import protocol
 from core import realtime
+from core.realtime import listening
 
 
 class Watchers:
@@ -29,11 +30,11 @@ class Watchers:
     def __init__(self, execution_id: uuid.UUID) -> None:
         self.execution_id = execution_id
         self.group = realtime.execution_group(execution_id)
-        self._registered: realtime.Listeners | None = None
+        self._registered: listening.Listeners | None = None
 
     def __enter__(self) -> Watchers:
         if settings.AGENTDESK_TOKEN_STREAMING:
-            self._registered = realtime.listeners
+            self._registered = listening.listeners
             self._registered.register(self.group)
         return self
 
@@ -51,7 +52,7 @@ class Watchers:
         """As of at most ``AGENTDESK_TOKEN_WATCH_SECONDS`` ago: a watcher who arrives meanwhile
         gets the calls that start after the next look (and every step, which is broadcast
         whatever this says); one who left gets a few messages nobody reads."""
-        return settings.AGENTDESK_TOKEN_STREAMING and realtime.has_listeners(self.group)
+        return settings.AGENTDESK_TOKEN_STREAMING and listening.has_listeners(self.group)
 
     def stream(self, *, step_number: int) -> realtime.TextStream | None:
         """Where the text of the call that will be step ``step_number`` goes, if watched."""

@@ -24,6 +24,7 @@ from approvals.models import Approval
 from approvals.services import approval_decide
 from core import realtime, tenancy
 from core.models import Role
+from core.realtime import listening
 from devkit.demo import demo_data_seed
 from devkit.fake_server import RecordedRequest, Step
 from devkit.fake_server.demo import DemoModelServer, demo_responder
@@ -75,7 +76,7 @@ def _wait_until_watched(execution_id: str) -> None:
     """Until the run's page listens to the run's group, then as long again as the worker may
     take to notice (it looks every AGENTDESK_TOKEN_WATCH_SECONDS): its next calls stream."""
     group = realtime.execution_group(execution_id)
-    listeners = realtime.Listeners()
+    listeners = listening.Listeners()
     listeners.register(group)
     try:
         deadline = time.monotonic() + 20

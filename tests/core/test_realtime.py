@@ -12,6 +12,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from core import realtime
+from core.realtime import publishing
 
 pytestmark = pytest.mark.django_db(transaction=False)
 
@@ -59,7 +60,7 @@ def test_broadcast_is_sent_after_commit_and_dropped_on_rollback(
 
 
 def test_a_message_finding_the_publisher_idle_goes_at_once_and_followers_share_a_window() -> None:
-    publisher = realtime._Publisher()
+    publisher = publishing._Publisher()
 
     def put_later(*items: Any, delay: float = 0.02) -> None:
         for item in items:
@@ -91,7 +92,7 @@ def test_a_message_finding_the_publisher_idle_goes_at_once_and_followers_share_a
 def test_redis_down_is_one_warning_per_outage_and_a_bug_keeps_its_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    failures = realtime._FailureLog()
+    failures = publishing._FailureLog()
     with caplog.at_level("WARNING", logger="core.realtime"):
         for _ in range(5):
             failures.failed(ConnectionRefusedError("refused"), 3)

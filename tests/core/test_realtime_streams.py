@@ -14,14 +14,15 @@ import redis
 from channels.layers import get_channel_layer
 
 from core import realtime
+from core.realtime import listening, publishing
 
 
 def _subscription(group: str, *, pattern: bool = False) -> Any:
-    target = realtime._pubsub_target(get_channel_layer())
+    target = publishing._pubsub_target(get_channel_layer())
     assert target is not None
     url, prefix = target
     pubsub = redis.Redis.from_url(url).pubsub(ignore_subscribe_messages=True)
-    channel = realtime._group_channel(prefix, group)
+    channel = publishing._group_channel(prefix, group)
     (pubsub.psubscribe if pattern else pubsub.subscribe)(channel)
     pubsub.get_message(timeout=2)  # confirmed
     return pubsub
@@ -79,17 +80,17 @@ def test_text_appended_while_its_batch_is_sent_goes_with_the_next_one() -> None:
 
 def test_a_group_has_listeners_while_a_channel_subscription_to_it_exists() -> None:
     group = f"execution.test-{uuid.uuid4()}"
-    assert realtime.has_listeners(group) is False
+    assert listening.has_listeners(group) is False
     observer = _subscription(group, pattern=True)  # a pattern subscription is no listener
     try:
-        assert realtime.has_listeners(group) is False
+        assert listening.has_listeners(group) is False
         pubsub = _subscription(group)
-        assert realtime.has_listeners(group) is True
+        assert listening.has_listeners(group) is True
         pubsub.close()
         deadline = time.monotonic() + 5
-        while realtime.has_listeners(group) and time.monotonic() < deadline:
+        while listening.has_listeners(group) and time.monotonic() < deadline:
             time.sleep(0.01)  # the server drops a closed connection's subscriptions
-        assert realtime.has_listeners(group) is False
+        assert listening.has_listeners(group) is False
     finally:
         observer.close()
 
@@ -97,7 +98,7 @@ def test_a_group_has_listeners_while_a_channel_subscription_to_it_exists() -> No
 def test_a_registered_groups_listeners_are_kept_fresh_in_the_background(settings: Any) -> None:
     settings.AGENTDESK_TOKEN_WATCH_SECONDS = 0.05
     group = f"execution.test-{uuid.uuid4()}"
-    watch = realtime.Listeners()
+    watch = listening.Listeners()
     watch.register(group)
     try:
         assert watch.listened(group) is False
@@ -121,7 +122,7 @@ def test_a_registered_groups_listeners_are_kept_fresh_in_the_background(settings
 def test_an_unreachable_redis_means_no_listeners_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    watch = realtime.Listeners(("redis://127.0.0.1:1/0", "asgi"))  # nothing on port 1
+    watch = listening.Listeners(("redis://127.0.0.1:1/0", "asgi"))  # nothing on port 1
     with caplog.at_level(logging.WARNING, logger="core.realtime"):
         answers = [watch.listened(f"execution.{i}") for i in range(5)]
     assert answers == [False] * 5

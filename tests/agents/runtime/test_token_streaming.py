@@ -22,6 +22,7 @@ from agents.lifecycle import protocol
 from agents.models import Agent, Execution, ExecutionStatus, ExecutionStep, StepType
 from agents.runtime.loop import run_execution
 from core import realtime, tenancy
+from core.realtime import listening, publishing
 from devkit.fake_server import FakeProviderServer
 from devkit.fake_server.script import Reply, by_turn, rate_limited, text_reply, tool_call_reply
 from tests.processes import Worker, pending_execution, wait_for
@@ -44,11 +45,11 @@ class GroupListener:
 
     def __init__(self, execution: Execution, *, watcher: bool = True) -> None:
         layer = get_channel_layer()
-        target = realtime._pubsub_target(layer)
+        target = publishing._pubsub_target(layer)
         assert target is not None, "the tests' channel layer is the Redis pub/sub layer"
         url, prefix = target
         self._layer = layer
-        self.channel = realtime._group_channel(prefix, realtime.execution_group(execution.id))
+        self.channel = publishing._group_channel(prefix, realtime.execution_group(execution.id))
         self._pubsub = redis.Redis.from_url(url).pubsub(ignore_subscribe_messages=True)
         if watcher:
             self._pubsub.subscribe(self.channel)
@@ -284,7 +285,7 @@ def unanswering_redis(
     """Where the runtime asks whether anyone watches: a Redis that hangs, or none at all."""
     silent = _SilentRedis() if request.param == "silent" else None
     url = silent.url if silent is not None else "redis://127.0.0.1:1/0"  # nothing on port 1
-    monkeypatch.setattr(realtime, "listeners", realtime.Listeners((url, "asgi")))
+    monkeypatch.setattr(listening, "listeners", listening.Listeners((url, "asgi")))
     yield silent
     if silent is not None:
         silent.close()
@@ -314,7 +315,7 @@ def test_when_redis_cannot_say_whether_anyone_watches_the_run_goes_on_unstreamed
     assert len(warnings) == 1  # once, not once per call
     # Asked by the background thread, and at most once by the run (its first call), each ask
     # ended by the short timeout: no call waited on Redis after that.
-    assert realtime.listeners.asks <= 2
+    assert listening.listeners.asks <= 2
     if unanswering_redis is not None:
         assert len(unanswering_redis.connections) <= 2
 
