@@ -15,7 +15,13 @@ from django.utils.text import slugify
 
 from agents.models import Agent, AgentConfig, AgentGoal, AgentTemplate, AgentVersion
 from agents.schedules import InvalidCron, agent_schedule_remove, agent_schedule_sync, parse_cron
-from agents.services.versions import agent_version_record, config_fields, config_of
+from agents.services.versions import (
+    agent_version_record,
+    changed_fields,
+    config_fields,
+    config_of,
+    plain_line_breaks,
+)
 from agents.triggers import InvalidConditions, event_type_error, validate_conditions
 from core.events import event_emit
 from core.exceptions import ApplicationError
@@ -89,10 +95,15 @@ def _save(agent: Agent) -> None:
         raise
 
 
-def _check_known(fields: dict[str, Any]) -> None:
+def _check_known(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields``, all of them an agent's, with text's line breaks as versions keep them."""
     unknown = set(fields) - EDITABLE_FIELDS
     if unknown:
         raise ApplicationError("invalid", f"Unknown agent fields: {sorted(unknown)}.")
+    return {
+        name: plain_line_breaks(value) if isinstance(value, str) else value
+        for name, value in fields.items()
+    }
 
 
 @transaction.atomic
@@ -100,7 +111,7 @@ def agent_create(
     *, agency_id: uuid.UUID, site: Site, user_id: int | None = None, **fields: Any
 ) -> Agent:
     """Precondition: in the agency's context; ``site`` belongs to it."""
-    _check_known(fields)
+    fields = _check_known(fields)
     validate_agent_fields(fields)
     return _create(agency_id=agency_id, site=site, user_id=user_id, fields=fields)
 
@@ -144,7 +155,7 @@ def agent_update(
     """Change fields; ``ai.agent.updated`` carries what changed (and the version a change of
     the configuration made), activation its own event. ``restored_from``: the version whose
     configuration ``fields`` are (:func:`agent_version_restore`)."""
-    _check_known(fields)
+    fields = _check_known(fields)
     validate_agent_fields(fields)
     before = model_to_dict(agent, fields=list(fields))
     was_active = agent.is_active
@@ -180,7 +191,7 @@ def agent_version_restore(
     Precondition: in the agent's agency context."""
     if version.agent_id != agent.pk:
         raise Http404("No such version of this agent.")
-    if config_of(agent) == version.config:
+    if not changed_fields(config_of(agent), version.config):
         raise ApplicationError(
             "no_change",
             f"Version {version.number}'s configuration is the agent's current one already.",
@@ -252,7 +263,7 @@ def agent_create_from_template(
     **overrides: Any,
 ) -> Agent:
     """An inactive agent configured like ``template`` (its goals become goal rows)."""
-    _check_known(overrides)
+    overrides = _check_known(overrides)
     validate_agent_fields(overrides)
     fields = {name: getattr(template, name) for name in CONFIG_FIELDS if name != "id"}
     fields.update(overrides)

@@ -42,8 +42,21 @@ def _json_value(model_field: models.Field[Any, Any], value: Any) -> Any:
         places = getattr(model_field, "decimal_places", 2)
         return str(value.quantize(Decimal(1).scaleb(-places)))
     if isinstance(value, str):
-        return str(value)  # a TextChoices member as its plain value
+        return plain_line_breaks(str(value))  # (str(): a TextChoices member as its value)
     return value
+
+
+def plain_line_breaks(text: str) -> str:
+    r"""Text with its line breaks as ``\n``. A browser sends a textarea's as ``\r\n`` (HTML's
+    form submission does), so a prompt saved from the admin unchanged came back with other
+    bytes than it was stored with, and was recorded as changed: struck out and re-added
+    identically in the diff. The agent services store text so, and versions compare so (the
+    versions recorded before kept the ``\r\n``)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _comparable(value: Any) -> Any:
+    return plain_line_breaks(value) if isinstance(value, str) else value
 
 
 def config_of(agent: Agent) -> VersionConfig:
@@ -64,7 +77,7 @@ def changed_fields(before: VersionConfig | None, after: VersionConfig) -> list[s
     if before is None:
         return []
     names = [*VERSIONED_FIELDS, *sorted((set(before) | set(after)) - set(VERSIONED_FIELDS))]
-    return [name for name in names if before.get(name) != after.get(name)]
+    return [name for name in names if _comparable(before.get(name)) != _comparable(after.get(name))]
 
 
 def agent_version_record(
@@ -86,7 +99,7 @@ def agent_version_record(
         .first()
     )
     config = config_of(agent)
-    if latest is not None and latest.config == config:
+    if latest is not None and not changed_fields(latest.config, config):
         if agent.current_version_id != latest.pk:  # the row was saved from a stale copy
             Agent.objects.filter(pk=agent.pk).update(current_version=latest)
             agent.current_version = latest
