@@ -30,6 +30,7 @@ from devkit.fake_server import FakeProviderServer
 from devkit.fake_server.script import by_turn, text_reply, tool_call_reply
 from ops import tracing
 from ops.log_context import RunContextFilter
+from ops.tracing import propagation, state
 from tests.processes import Worker, pending_execution, wait_for
 
 APPROVE_EMAIL = {"type": "require_approval", "tools": ["email_*"], "description": "human"}
@@ -187,7 +188,7 @@ def test_tracing_off_opens_no_span_and_imports_no_sdk_on_the_hot_path(live_db: N
         with tracing.tool_call(name="t", call_id="c") as tool:
             assert tool is None
     assert tracing.current_ids() is None
-    assert tracing._state.provider is None
+    assert state._state.provider is None
 
 
 def test_a_message_carries_the_current_span_or_the_one_its_task_was_sent_from(
@@ -195,25 +196,25 @@ def test_a_message_carries_the_current_span_or_the_one_its_task_was_sent_from(
 ) -> None:
     from types import SimpleNamespace
 
-    tracer = tracing._tracer()
+    tracer = state._tracer()
     headers: dict[str, Any] = {}
     with tracer.start_as_current_span("sender") as sender:
-        tracing._inject(headers=headers)
+        propagation._inject(headers=headers)
     context = sender.get_span_context()
     assert headers["traceparent"] == f"00-{context.trace_id:032x}-{context.span_id:016x}-01"
 
     # A task sent with it (the event's dispatch) and sending another, with no span of its own.
     task = SimpleNamespace(request=SimpleNamespace(traceparent=headers["traceparent"]))
-    tracing._extract(task=task)
+    propagation._extract(task=task)
     onward: dict[str, Any] = {}
-    tracing._inject(headers=onward)
-    tracing._forget()
+    propagation._inject(headers=onward)
+    propagation._forget()
     assert onward == headers
     nothing: dict[str, Any] = {}
-    tracing._inject(headers=nothing)
+    propagation._inject(headers=nothing)
     assert nothing == {}
     for bad in ("", "00-zz-11-01", f"00-{'0' * 32}-{'1' * 16}-01", "garbage"):
-        assert tracing._parse_traceparent(bad) is None
+        assert propagation._parse_traceparent(bad) is None
 
 
 # --- across the Celery hop: a real worker exporting over OTLP/HTTP --------------------------------
@@ -281,7 +282,7 @@ def test_spans_cross_the_celery_hop_to_a_worker_and_a_resume_after_an_approval(
     worker = Worker(
         queue=queue, AGENTDESK_OTLP_ENDPOINT=endpoint, OTEL_BSP_SCHEDULE_DELAY="50"
     ).start()
-    tracer = tracing._tracer()
+    tracer = state._tracer()
     try:
         agent = _email_agent(make_agent, fake_llm_server)
         with tracer.start_as_current_span("POST /api/v1/agents/{id}/execute") as request_span:
