@@ -18,7 +18,8 @@ from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ModelAdmin
 from core.exceptions import ApplicationError
 from tools.mcp.models import McpAllowedAddress, McpServer
-from tools.mcp.services import clean_headers, mcp_server_refresh, url_problems
+from tools.mcp.services.checks import clean_headers, url_problems
+from tools.mcp.services.discovery import mcp_server_refresh
 
 HEADER_INPUTS = ("headers", "clear_headers")
 _TOOL_SETTINGS = ("is_enabled", "require_approval", "rate_limit_per_minute", "rate_limit_per_hour")

@@ -23,13 +23,9 @@ from core.api.base import TenantViewSet
 from core.api.exceptions import error_body
 from core.api.fields import ErrorSerializer, StrictSerializerMixin, UrlField, documented
 from tools.mcp.models import MAX_TIMEOUT_SECONDS, SLUG_MAX_LENGTH, SLUG_REGEX, McpServer
-from tools.mcp.services import (
-    HEADERS_SCHEMA,
-    mcp_server_create,
-    mcp_server_delete,
-    mcp_server_refresh,
-    mcp_server_update,
-)
+from tools.mcp.services.checks import HEADERS_SCHEMA
+from tools.mcp.services.discovery import mcp_server_refresh
+from tools.mcp.services.servers import mcp_server_create, mcp_server_delete, mcp_server_update
 
 
 class McpServerSerializer(serializers.ModelSerializer):

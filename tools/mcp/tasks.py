@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from tools.mcp.services import mcp_servers_refresh_all
+from tools.mcp.services.discovery import mcp_servers_refresh_all
 
 
 @shared_task(name="tools.refresh_mcp_servers", ignore_result=True)

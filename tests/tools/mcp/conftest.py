@@ -13,7 +13,7 @@ from core import tenancy
 from core.models import Agency
 from tests.tools.mcp.server import TOKEN, McpTestServer
 from tools.mcp.models import McpAllowedAddress, McpServer
-from tools.mcp.services import mcp_server_create
+from tools.mcp.services.servers import mcp_server_create
 
 
 @pytest.fixture(scope="session")

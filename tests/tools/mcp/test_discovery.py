@@ -16,14 +16,14 @@ from tests.tools.mcp.server import TOKEN, McpTestServer
 from tools.mcp.client import RemoteTool
 from tools.mcp.models import McpAllowedAddress, McpServer
 from tools.mcp.naming import registry_name
-from tools.mcp.services import (
+from tools.mcp.services.checks import clean_headers
+from tools.mcp.services.discovery import (
     RefreshResult,
     _store,
-    clean_headers,
     mcp_server_refresh,
-    mcp_server_update,
     mcp_servers_refresh_all,
 )
+from tools.mcp.services.servers import mcp_server_update
 from tools.models import Tool
 from tools.services import tool_create, tool_update
 
@@ -320,7 +320,7 @@ def test_the_scheduled_refresh_goes_on_past_a_server_that_fails_unexpectedly(
             raise RuntimeError("a bug")
         return real_store(server, remote_tools)
 
-    monkeypatch.setattr("tools.mcp.services._store", store)
+    monkeypatch.setattr("tools.mcp.services.discovery._store", store)
 
     counts = mcp_servers_refresh_all()
 

@@ -18,7 +18,7 @@ from tools.mcp.client import Connection, McpClientError, call_tool
 from tools.mcp.handler import mcp_handler
 from tools.mcp.models import McpAllowedAddress
 from tools.mcp.naming import registry_name
-from tools.mcp.services import mcp_server_refresh
+from tools.mcp.services.discovery import mcp_server_refresh
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from tests.processes import Worker, wait_for
 from tests.tools.mcp.conftest import register
 from tests.tools.mcp.server import McpTestServer
 from tools.mcp.models import McpAllowedAddress, McpServer
-from tools.mcp.services import mcp_server_refresh
+from tools.mcp.services.discovery import mcp_server_refresh
 from tools.models import Tool, ToolCall
 
 pytestmark = pytest.mark.slow

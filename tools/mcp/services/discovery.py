@@ -1,230 +1,33 @@
-"""Writers for MCP servers and the tools discovered on them. Precondition for all: in the agency's
-context (or the platform's)."""
+"""An MCP server's tools, listed over the network and stored as tools of the registry: new ones
+added, changed ones updated, those it no longer lists removed (the refresh, and the beat's refresh
+of every enabled server). Precondition: in the agency's context (or the platform's)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core import crypto, tenancy
-from core.exceptions import ApplicationError
 from tools.mcp import naming
-from tools.mcp.addresses import AddressRefused, allowed_addresses, check
+from tools.mcp.addresses import allowed_addresses
 from tools.mcp.client import Connection, McpClientError, RemoteTool, list_tools
-from tools.mcp.models import MAX_TIMEOUT_SECONDS, SLUG_MAX_LENGTH, SLUG_REGEX, McpServer
+from tools.mcp.models import McpServer
 from tools.models import HandlerType, Tool, ToolCategory
-from tools.net.addresses import system_resolver
 from tools.validation import InvalidToolSchema, check_parameters_schema
 
 logger = logging.getLogger(__name__)
 
-MAX_HEADERS = 20
 MAX_TOOLS = 200  # per server: a model cannot choose among more anyway, and each is a row
-MAX_HEADER_VALUE = 4000
 # A tool's input schema as stored, serialized: it goes to the model with every call, and the
 # executor validates arguments against it.
 MAX_SCHEMA_CHARS = 20_000
-# Set by the MCP transport itself, or about the connection: never from a stored header.
-RESERVED_HEADERS = frozenset(
-    {
-        "host", "content-length", "content-type", "accept", "connection", "transfer-encoding",
-        "mcp-session-id", "mcp-protocol-version", "last-event-id", "upgrade", "te", "trailer",
-        "keep-alive", "proxy-authorization", "proxy-connection",
-    }
-)  # fmt: skip
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP field name (RFC 9110 token)
-# clean_headers' rules on names and values, for the API schema (reserved names and a name given
-# twice in another case remain the service's to refuse).
-HEADERS_SCHEMA = {
-    "type": "object",
-    "maxProperties": MAX_HEADERS,
-    "propertyNames": {"pattern": _TOKEN.pattern, "maxLength": 100},
-    "additionalProperties": {
-        "type": "string",
-        "maxLength": MAX_HEADER_VALUE,
-        "pattern": r"^(?:[^\s\x00](?:[^\r\n\x00]*[^\s\x00])?)?$",
-    },
-}
-EDITABLE_FIELDS = frozenset(
-    {
-        "name", "slug", "url", "is_enabled", "timeout_seconds", "require_approval",
-        "rate_limit_per_minute", "rate_limit_per_hour",
-    }
-)  # fmt: skip
-# The server settings each of its tools carries (copied at every change and refresh).
-_TOOL_SETTINGS = frozenset(
-    {"is_enabled", "require_approval", "rate_limit_per_minute", "rate_limit_per_hour"}
-)
 _OLDER_DIALECTS = re.compile(r"^https?://json-schema\.org/(draft-0[4-7]|draft/2019-09)/schema#?$")
-
-
-def _invalid(
-    fields: dict[str, list[str]], message: str = "The MCP server is invalid.", *, status: int = 400
-) -> Any:
-    return ApplicationError("invalid", message, fields=fields, status=status)
-
-
-def clean_headers(headers: object) -> dict[str, str]:
-    """The headers to store, or a 400 naming what is wrong (names are RFC 9110 tokens, values
-    one line of text, nothing the transport sets itself)."""
-    if not isinstance(headers, dict):
-        raise _invalid({"headers": ["An object of header names to values."]})
-    if len(headers) > MAX_HEADERS:
-        raise _invalid({"headers": [f"At most {MAX_HEADERS} headers."]})
-    errors: list[str] = []
-    cleaned: dict[str, str] = {}
-    for name, value in headers.items():
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name) or len(name) > 100:
-            errors.append(f"{str(name)[:100]!r} is not a header name.")
-            continue
-        if name.lower() in RESERVED_HEADERS:
-            errors.append(f"{name!r} is set by the MCP client itself.")
-            continue
-        if name.lower() in {n.lower() for n in cleaned}:
-            errors.append(f"{name!r} is given twice.")
-            continue
-        if not isinstance(value, str) or len(value) > MAX_HEADER_VALUE:
-            errors.append(f"The value of {name!r} must be text of at most {MAX_HEADER_VALUE}.")
-            continue
-        if any(ch in value for ch in "\r\n\0") or value != value.strip():
-            errors.append(f"The value of {name!r} must be one line without surrounding spaces.")
-            continue
-        cleaned[name] = value
-    if errors:
-        # Names are what OpenAPI 3.0 cannot constrain (HEADERS_SCHEMA's propertyNames is 3.1).
-        raise _invalid({"headers": errors}, status=422)
-    return cleaned
-
-
-def url_problems(url: str) -> list[str]:
-    """Why the server may not be at ``url`` (empty: it may). No user name or password in it
-    (the ``web_scrape`` rule: credentials go in the headers, stored encrypted), and https
-    unless every address of its host is on the allow-list (plain http would send the headers
-    unencrypted). The host of a plain http URL is resolved now; the client checks again at
-    every connection."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return ["An http(s) URL of the server's streamable HTTP endpoint."]
-    if "@" in parts.netloc:
-        return ["No user name or password in the URL: put credentials in the headers."]
-    if parts.scheme == "http":
-        try:
-            port = parts.port or 80
-            check(parts.hostname, port, allowed_addresses(), system_resolver, plain_http=True)
-        except ValueError:
-            return ["The URL's port is not a number from 0 to 65535."]
-        except AddressRefused:
-            return [
-                "Use an https URL: plain http is only for addresses a superuser allowed "
-                "(admin: MCP allowed private addresses), since it would send the headers "
-                "unencrypted."
-            ]
-    return []
-
-
-def _validate(fields: dict[str, Any]) -> None:
-    unknown = set(fields) - EDITABLE_FIELDS
-    if unknown:
-        raise ApplicationError("invalid", f"Unknown MCP server fields: {sorted(unknown)}.")
-    errors: dict[str, list[str]] = {}
-    slug = fields.get("slug")
-    if slug is not None and (not re.fullmatch(SLUG_REGEX, slug) or len(slug) > SLUG_MAX_LENGTH):
-        errors["slug"] = [
-            "Lower-case letters and digits, single underscores between them, starting with a "
-            "letter, at most 24 characters (e.g. 'weather')."
-        ]
-    # What a URL the schema's ``format: uri`` takes may still break (scheme, credentials, plain
-    # http): rules the schema cannot state, 422, unless a field is wrong as the schema says.
-    rules: dict[str, list[str]] = {}
-    url = fields.get("url")
-    if url is not None:
-        problems = (
-            url_problems(url)
-            if isinstance(url, str) and re.match(r"^https?://[^/\s]+", url)
-            else ["An http(s) URL of the server's streamable HTTP endpoint."]
-        )
-        if problems:
-            rules["url"] = problems
-    timeout = fields.get("timeout_seconds")
-    if timeout is not None and not 1 <= timeout <= MAX_TIMEOUT_SECONDS:
-        errors["timeout_seconds"] = [f"From 1 to {MAX_TIMEOUT_SECONDS} seconds."]
-    if errors:
-        raise _invalid({**errors, **rules})
-    if rules:
-        raise _invalid(rules, status=422)
-
-
-def _save(server: McpServer) -> McpServer:
-    try:
-        with transaction.atomic():
-            server.save()
-    except IntegrityError as exc:
-        if "slug" in str(exc):
-            raise _invalid({"slug": [f"The prefix {server.slug!r} is taken."]}, status=409) from exc
-        raise
-    return server
-
-
-def _sync_tool_settings(server: McpServer) -> None:
-    server.tools.update(
-        is_active=server.is_enabled,
-        is_dangerous=server.require_approval,
-        rate_limit_per_minute=server.rate_limit_per_minute,
-        rate_limit_per_hour=server.rate_limit_per_hour,
-    )
-
-
-@transaction.atomic
-def mcp_server_create(
-    *, agency_id: uuid.UUID, headers: dict[str, str] | None = None, **fields: Any
-) -> McpServer:
-    """A new server, no tools yet (:func:`mcp_server_refresh` discovers them)."""
-    _validate(fields)
-    server = McpServer(agency_id=agency_id, **fields)
-    server.set_headers(clean_headers(headers or {}))
-    return _save(server)
-
-
-@transaction.atomic
-def mcp_server_update(
-    *, server: McpServer, headers: dict[str, str] | None = None, **fields: Any
-) -> McpServer:
-    """``headers``: None keeps the stored ones, ``{}`` removes them. Pointing the server at
-    another URL (or prefix) needs the headers again: stored credentials go only where they
-    were entered for."""
-    _validate(fields)
-    moved = "url" in fields and fields["url"] != server.url
-    if moved and headers is None and server.has_headers:
-        raise _invalid(
-            {"headers": ["The URL changed: enter the headers for it again, or remove them ({})."]}
-        )
-    if "slug" in fields and fields["slug"] != server.slug and server.tools.exists():
-        raise _invalid(
-            {"slug": ["The prefix of a server with tools cannot change (agents' patterns name "
-                      "them); delete the server and register it again."]}
-        )  # fmt: skip
-    for name, value in fields.items():
-        setattr(server, name, value)
-    if headers is not None:
-        server.set_headers(clean_headers(headers))
-    _save(server)
-    if _TOOL_SETTINGS & set(fields):
-        _sync_tool_settings(server)
-    return server
-
-
-@transaction.atomic
-def mcp_server_delete(*, server: McpServer) -> None:
-    """The server and its tools (their calls stay, with their names)."""
-    server.delete()
 
 
 @dataclass
