@@ -123,6 +123,36 @@ AGENTS: list[AgentSpec] = [
     ),
 ]
 
+
+class MemorySpec(TypedDict):
+    agent: str  # slug
+    contact: str  # the e-mail of the contact it is about
+    memory_type: str
+    content: str
+    importance: int
+
+
+# What the demo agents remember before any run (their runs add more: the demo model answers the
+# after-run review with what they did), so that the first run about Priya recalls something.
+MEMORIES: list[MemorySpec] = [
+    {
+        "agent": "sdr-agent",
+        "contact": "priya.raman@northwind-traders.example",
+        "memory_type": "preference",
+        "content": "Priya Raman (Northwind Traders) prefers e-mail to calls and wants the "
+        "12-seat pricing before the end of the quarter.",
+        "importance": 7,
+    },
+    {
+        "agent": "alex",
+        "contact": "emma@castellanos-bakery.example",
+        "memory_type": "preference",
+        "content": "Emma Castellanos (Castellanos Bakery Co.) likes a short agenda sent the day "
+        "before any meeting.",
+        "importance": 6,
+    },
+]
+
 RISK_RULE: dict[str, Any] = {
     "name": "Outreach e-mails (demo)",
     "description": "Every e-mail an agent writes to a contact is read by a person first. "

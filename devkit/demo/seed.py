@@ -31,10 +31,13 @@ from devkit.demo.data import (
     CONTACTS,
     DEMO_AGENCY_NAME,
     DEMO_AGENCY_SLUG,
+    MEMORIES,
     RISK_RULE,
     ContactSpec,
 )
 from devkit.fake_server.demo import DEMO_MODEL
+from memory.models import Memory
+from memory.services import memory_store
 from usage.models import ModelPrice
 
 LOOPBACK = "127.0.0.1"
@@ -99,8 +102,9 @@ def demo_seed(*, model_url: str | None) -> DemoSeed:
 
 @transaction.atomic
 def demo_data_seed(*, agency: Agency, model_url: str, user: User | None = None) -> dict[str, int]:
-    """The demo provider, agents, contacts and risk rule in ``agency`` (its first site), each
-    only if missing. Returns how many of each were created (or, for the provider, updated)."""
+    """The demo provider, agents, contacts, memories and risk rule in ``agency`` (its first
+    site), each only if missing. Returns how many of each were created (or, for the provider,
+    updated)."""
     created: dict[str, int] = {}
     with tenancy.agency_context(agency.id):
         site = Site.objects.filter(agency=agency).order_by("created_at").first()
@@ -110,6 +114,7 @@ def demo_data_seed(*, agency: Agency, model_url: str, user: User | None = None) 
             created["providers"] = 1
         created["agents"] = _agents(agency=agency, site=site, user=user)
         created["contacts"] = _contacts(agency=agency, site=site)
+        created["memories"] = _memories(agency=agency, site=site)
         created["risk_rules"] = _risk_rule(agency=agency)
         created["prices"] = _price(agency=agency)
     return created
@@ -226,6 +231,32 @@ def _contact(
             ),
         )
     return contact
+
+
+def _memories(*, agency: Agency, site: Site) -> int:
+    """The demo agents' first memories, each once per agent (by its text): stored without an
+    embedding, which a worker adds (memory.embed_pending) once one runs."""
+    count = 0
+    for spec in MEMORIES:
+        agent = Agent.objects.filter(site=site, slug=spec["agent"]).first()
+        contact = Contact.objects.filter(agency=agency, email__iexact=spec["contact"]).first()
+        if agent is None or contact is None:
+            continue
+        if Memory.objects.filter(agent=agent, content=spec["content"]).exists():
+            continue
+        memory_store(
+            agent=agent,
+            content=spec["content"],
+            memory_type=spec["memory_type"],
+            subject_type="contact",
+            subject_id=contact.id,
+            importance=spec["importance"],
+            tags=["demo"],
+            source="demo seed",
+            embed_now=False,
+        )
+        count += 1
+    return count
 
 
 def _risk_rule(*, agency: Agency) -> int:

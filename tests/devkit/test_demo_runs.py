@@ -16,6 +16,7 @@ from agents.models import (
     AgentMessage,
     Execution,
     ExecutionStatus,
+    ExecutionStep,
     MessageType,
     StopReason,
     TriggerType,
@@ -29,7 +30,8 @@ from crm.models import Contact, EmailMessage, Note, Task
 from devkit.demo import demo_data_seed
 from devkit.demo.data import RENEWAL_MANAGER, RISK_RULE
 from devkit.fake_server.demo import DemoModelServer
-from memory.models import Conversation
+from memory.episodes import DONE_KEY
+from memory.models import Conversation, Memory
 from tests.factories import AgencyFactory, SiteFactory, UserFactory
 from tests.processes import Worker, wait_for
 from tools.models import ToolCall
@@ -232,3 +234,70 @@ def _wait_for_conversation(execution: Execution, *, messages: int, timeout: floa
                 return
         time.sleep(0.1)
     raise AssertionError(f"no conversation of {messages} messages after {timeout} s")
+
+
+def _learned(execution: Execution, timeout: float = 60) -> Execution:
+    """``execution`` once its after-run work (memory.after_run) is done."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with tenancy.agency_context(execution.agency_id):
+            fresh = Execution.objects.get(pk=execution.pk)
+        if DONE_KEY in (fresh.result or {}):
+            return fresh
+        time.sleep(0.2)
+    raise AssertionError(f"the after-run work of {execution.pk} not done after {timeout} s")
+
+
+def test_the_demo_agents_remember_what_they_did_and_the_next_run_recalls_it(
+    demo_agency: Agency, demo_model: DemoModelServer, celery_worker: Worker
+) -> None:
+    with tenancy.agency_context(demo_agency.id):  # the seed's own memory, for the walk-through
+        seeded = Memory.objects.get(agent__slug="sdr-agent")
+        marcus = Contact.objects.get(agency=demo_agency, last_name="Oyelaran")
+    assert "Priya Raman" in seeded.content
+
+    first = wait_for(_start(demo_agency, "alex", "Follow up with Marcus Oyelaran about his demo."))
+    assert first.status == ExecutionStatus.COMPLETED, first.error
+    learned = _learned(first)
+
+    assert learned.result["memory_extraction"]["stored"] == 2, learned.result
+    with tenancy.agency_context(demo_agency.id):
+        memories = list(
+            Memory.objects.filter(agent__slug="alex", subject_id=marcus.id)
+            .order_by("content")
+            .values_list("memory_type", "content", "execution_id")
+        )
+    assert memories == [
+        (
+            "fact",
+            "Marcus Oyelaran is Operations Director at Brightline Logistics (CRM status: lead).",
+            first.id,
+        ),
+        (
+            "fact",
+            "Request about Marcus Oyelaran (Brightline Logistics): “Follow up with Marcus "
+            "Oyelaran about his demo.”.",
+            first.id,
+        ),
+    ]
+
+    second = wait_for(_start(demo_agency, "alex", "Book a call with Marcus Oyelaran."))
+
+    assert second.status == ExecutionStatus.COMPLETED, second.error
+    recalled = second.config_snapshot["memories"]
+    assert any("Operations Director at Brightline Logistics" in line for line in recalled)
+    with tenancy.agency_context(demo_agency.id):
+        noting = ExecutionStep.objects.get(
+            execution=second, step_type="act", tool_name="crm_add_note"
+        )
+        thought = (
+            ExecutionStep.objects.filter(
+                execution=second, step_type="think", step_number__lt=noting.step_number
+            )
+            .order_by("-step_number")
+            .values_list("reasoning", flat=True)
+            .first()
+        )
+    assert thought is not None
+    assert thought.startswith("From memory: "), thought  # the run says what it recalled
+    assert "Marcus Oyelaran is Operations Director at Brightline Logistics" in thought

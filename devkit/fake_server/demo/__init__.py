@@ -15,7 +15,10 @@ it is asked, and a resumed run (after an approval, a crash) gets the reply it is
   follow-up task;
 - with ``data_query`` alone (a guardian): failed e-mails and new contacts; an alert only when
   something looks wrong;
-- with no tools: a plain answer.
+- with no tools: a plain answer;
+- asked, after a run, what it should remember or how well the run went (memory.after_run):
+  the contacts it worked on, their lead scores, e-mails sent and requests, as memories; the
+  next run about a contact recalls them, and its replies say so (``learning``).
 
 Each reply says what it is about to do before doing it (streamed when the request asks for a
 stream). Pure standard library, like the rest of the fake server.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 
+from devkit.fake_server.demo.learning import review
 from devkit.fake_server.demo.plays import choose_play, next_action
 from devkit.fake_server.script import RecordedRequest, Reply, Responder, ScriptedToolCall, Step
 from devkit.fake_server.server import FakeProviderServer
@@ -47,7 +51,8 @@ def demo_responder(
     between the events of a streamed one."""
 
     def respond(request: RecordedRequest) -> Step:
-        decision = next_action(request)
+        reviewed = review(request)  # after a run: what to remember, how well it went
+        decision = next_action(request) if reviewed is None else reviewed
         input_tokens = _estimated_tokens(json.dumps(request.body.get("messages") or []))
         calls: tuple[ScriptedToolCall, ...] = ()
         if isinstance(decision, str):

@@ -54,7 +54,8 @@ def _sdr_note(s: Situation) -> Action | None:
             f"{contact.get('company') or 'an unknown company'}; status {contact.get('status')}.",
             "type": "note",
         },
-        f"{who(contact)} is {title}. Scoring the lead against our ICP: {score}/100. "
+        f"{s.recalled(contact)}{who(contact)} is {title}. Scoring the lead against our ICP: "
+        f"{score}/100. "
         "I'll record the score on the contact before reaching out.",
     )
 
@@ -127,8 +128,8 @@ def _assistant_note(s: Situation) -> Action | None:
             "content": f"Request: {request_in_words(s.text)}.{context}",
             "type": "note",
         },
-        f"This is {who(contact)}, status {contact.get('status')}. I'll log the request on the "
-        "record so the whole team sees it.",
+        f"{s.recalled(contact)}This is {who(contact)}, status {contact.get('status')}. I'll log "
+        "the request on the record so the whole team sees it.",
     )
 
 

@@ -47,6 +47,7 @@ def next_action(request: RecordedRequest, *, now: datetime.datetime | None = Non
         tools=tools,
         now=now or datetime.datetime.now(datetime.UTC),
         team=team(request),
+        system=request.system or "",
     )
     play = choose_play(tools)
     done = past_calls(request)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devkit.fake_server.demo.conversation import CONTACT_ID, EMAIL, UUID, Call, name_query
+from devkit.fake_server.demo.learning import remembered
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,13 @@ class Situation:
     now: datetime.datetime
     calls: list[Call] = field(default_factory=list)
     team: tuple[tuple[str, str], ...] = ()  # agents it may delegate to: (slug, about)
+    system: str = ""  # the system prompt: what the run recalled from memory is in it
+
+    def recalled(self, contact: Mapping[str, Any]) -> str:
+        """What the run recalled about ``contact`` from earlier runs, as a sentence ("")."""
+        name = str(contact.get("name") or "")
+        lines = remembered(self.system, name)
+        return f"From memory: {' '.join(lines[:3])} " if lines else ""
 
     def output(self, tool: str) -> dict[str, Any] | None:
         """The latest successful result of ``tool``."""
