@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypedDict
 
-from django.db.models import QuerySet, Sum
+from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from agents.models import Agent
+from agents.models import TERMINAL_STATUSES, Agent, Execution
 from core.models import Agency
 from usage.models import Budget, UsageDaily, today
 
@@ -143,4 +143,38 @@ def spend_today(*, agency: Agency) -> TodaySpend:
         spent_usd=spent,
         reserved_usd=Decimal(0),
         limit_usd=budget.limit_usd if budget is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class AgentSpendToday:
+    ended_runs: int  # runs that ended today
+    ended_usd: Decimal
+    going_runs: int  # runs not ended yet (running, or waiting for a person, another agent, a time)
+    going_usd: Decimal  # what they have spent so far
+
+    @property
+    def spent_usd(self) -> Decimal:
+        return self.ended_usd + self.going_usd
+
+
+def agent_spend_today(*, agent: Agent) -> AgentSpendToday:
+    """What ``agent`` spent today, as the daily budget counts it (at each model call): its runs
+    that ended today (a run's usage row is written when it ends) and its runs still going, with
+    what they have spent so far (kept on their own rows, step by step). Without the second, a
+    run waiting for an answer had cost money and the agent's day still said 0. Filters on the
+    agent's agency explicitly."""
+    ended = UsageDaily.objects.filter(
+        agency_id=agent.agency_id, agent_id=agent.pk, date=today()
+    ).aggregate(runs=Coalesce(Sum("agent_runs"), 0), cost=Coalesce(Sum("cost_usd"), Decimal(0)))
+    going = (
+        Execution.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .aggregate(runs=Count("id"), cost=Coalesce(Sum("cost_usd"), Decimal(0)))
+    )
+    return AgentSpendToday(
+        ended_runs=ended["runs"],
+        ended_usd=ended["cost"],
+        going_runs=going["runs"],
+        going_usd=going["cost"],
     )

@@ -18,12 +18,17 @@ from unfold.enums import ActionVariant
 from unfold.widgets import UnfoldAdminExpandableTextareaWidget
 
 from agents.admin import panels, versions, views
-from agents.admin.agent_panels import budget_panel, render_tool_preview, tool_picker_options
+from agents.admin.agent_panels import (
+    budget_panel,
+    render_tool_preview,
+    runs_panel,
+    tool_picker_options,
+)
 from agents.admin.agent_tabs import FIELDSETS, STATS, STATS_FIELDS
-from agents.admin.common import COMPACT_WIDGETS, EMPTY, changelist_link
+from agents.admin.common import COMPACT_WIDGETS, EMPTY
 from agents.admin.display import schedule_summary
 from agents.admin.forms import AgentForm, ToolPatternsWidget, TryItForm
-from agents.models import Agent, AgentGoal, AgentVersion, Execution
+from agents.models import Agent, AgentGoal, AgentVersion
 from agents.services import (
     agent_activate,
     agent_create,
@@ -133,12 +138,9 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     def budget_display(self, obj: Agent | None) -> SafeString | str:
         return budget_panel(obj) if obj is not None and obj.pk is not None else NOT_SAVED
 
-    @admin.display(description="Executions")
+    @admin.display(description="Runs")
     def executions_link(self, obj: Agent | None) -> SafeString | str:
-        if obj is None or obj.pk is None:
-            return EMPTY
-        count = Execution.objects.filter(agent=obj).count()
-        return changelist_link(Execution, f"{count} executions", agent__id__exact=obj.pk)
+        return runs_panel(obj) if obj is not None and obj.pk is not None else EMPTY
 
     @admin.display(description="Version")
     def version_link(self, obj: Agent | None) -> SafeString | str:

@@ -1,5 +1,6 @@
 """The read-only panels of the agent editor's tabs: the tools its patterns allow (also served live
-by the tool preview view), the registry's tools for the pattern picker and today's budget. Other
+by the tool preview view), the registry's tools for the pattern picker, its runs by status and
+today's budget. Other
 apps' panels (the agent's memory, flow, learning) are registered in agents/admin/panels.py."""
 
 from __future__ import annotations
@@ -10,19 +11,20 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Sum
 from django.template.loader import render_to_string
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from agents.admin.common import admin_url, changelist_link
 from agents.admin.display import ToolAccess, tool_access_preview
 from agents.admin.panels import tool_notes
-from agents.models import Agent
+from agents.models import Agent, Execution
+from agents.selectors import agent_run_counts
 from tools.models import Tool
 from tools.selectors import active_tools
-from usage.models import Budget, UsageDaily
+from usage.models import Budget
+from usage.selectors import agent_spend_today
 
 PREVIEW_TEMPLATE = "admin/agents/agent/_tool_preview.html"
 
@@ -80,14 +82,38 @@ def tool_picker_options(agency_id: uuid.UUID | None) -> list[tuple[str, list[tup
     return [("Groups of tools", groups), ("Tools", names)]
 
 
+def runs_panel(agent: Agent) -> SafeString:
+    """The agent's runs (every execution of it, the list's rows), by status, each a link to them."""
+    counts = agent_run_counts(agent=agent)
+    runs = f"{counts.total} run{'' if counts.total == 1 else 's'}"
+    total = changelist_link(Execution, runs, agent__id__exact=agent.pk)
+    if not counts.by_status:
+        return total
+    parts = format_html_join(
+        " · ",
+        "{}",
+        (
+            (
+                changelist_link(
+                    Execution,
+                    f"{number} {status.label.lower()}",
+                    agent__id__exact=agent.pk,
+                    status__exact=status.value,
+                ),
+            )
+            for status, number in counts.by_status.items()
+        ),
+    )
+    return format_html('<span data-agent-runs="{}">{}: {}</span>', counts.total, total, parts)
+
+
 def budget_panel(agent: Agent) -> SafeString:
-    """Today's spending: the agency's daily budget (shared by its agents) and this agent's part."""
+    """Today's spending: the agency's daily budget (shared by its agents) and this agent's part
+    (its runs' cost so far, those still going too, as the budget counts each model call)."""
     today = timezone.localdate()
     budget = Budget.objects.filter(agency_id=agent.agency_id, date=today).first()
     latest = budget or Budget.objects.filter(agency_id=agent.agency_id).order_by("-date").first()
-    mine = UsageDaily.objects.filter(agent=agent, date=today).aggregate(
-        cost=Sum("cost_usd"), runs=Sum("agent_runs")
-    )
+    mine = agent_spend_today(agent=agent)
     if budget is not None:
         agency_line = format_html(
             "{} of {} USD used, {} reserved by runs in progress: {} USD left.",
@@ -103,14 +129,20 @@ def budget_panel(agent: Agent) -> SafeString:
         )
     else:
         agency_line = format_html("{}", "No daily budget: runs are not limited by cost.")
+    going = (
+        format_html(" ({} still going: {} USD so far)", mine.going_runs, _usd(mine.going_usd))
+        if mine.going_runs
+        else ""
+    )
     return format_html(
         '<div class="agent-panel"><dl><dt>Agency today</dt><dd>{}</dd>'
-        "<dt>This agent today</dt><dd>{} run(s), {} USD</dd></dl>"
+        "<dt>This agent today</dt><dd data-agent-spend-today>{} USD: {} run(s) ended{}</dd></dl>"
         "<p>Before each model call a run reserves the call's highest cost against the agency's "
         "daily budget and stops with <em>budget exceeded</em> when it does not fit. {}.</p></div>",
         agency_line,
-        mine["runs"] or 0,
-        _usd(mine["cost"] or Decimal(0)),
+        _usd(mine.spent_usd),
+        mine.ended_runs,
+        going,
         changelist_link(Budget, "Set the daily budget"),
     )
 
@@ -122,4 +154,8 @@ def _why(row: ToolAccess) -> str:
 
 
 def _usd(amount: Decimal) -> str:
+    """Cents; an amount under a cent as it is kept (a demo run costs a fraction of one, which
+    showed as 0.00)."""
+    if 0 < abs(amount) < Decimal("0.01"):
+        return format(amount.normalize(), "f")
     return f"{amount:.2f}"
