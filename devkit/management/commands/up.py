@@ -32,6 +32,7 @@ from config.env import service_urls
 from devkit.demo import DemoSeed, demo_model_port, demo_seed
 from devkit.embedded import data_dir as embedded_data_dir
 from devkit.fake_server.demo import DEMO_MODEL, DemoModelServer
+from devkit.readiness import wait_until_healthy
 from ops.metrics import multiprocess as metrics_directory
 
 STOP_TIMEOUT_S = 15
@@ -47,6 +48,7 @@ SEED_LABELS = {
     "providers": "LLM provider",  # created, or pointed at the demo model's new port
     "agents": "agent",
     "contacts": "contact",
+    "memories": "memory",
     "risk_rules": "risk rule",
 }
 
@@ -160,9 +162,8 @@ class Command(BaseCommand):
             for child in children:
                 if self._signals.received is None:
                     self._start(child, env)
-            self._wait_for_port(options["host"], options["port"])
-            if self._signals.received is None:
-                self._banner(options)
+            # Said once /healthz answers 200, meanwhile children that die are restarted.
+            threading.Thread(target=self._announce, args=(options,), daemon=True).start()
             self._supervise(children, env)
         finally:
             if self._signals.received is not None:
@@ -276,7 +277,7 @@ class Command(BaseCommand):
 
     def _report_seed(self, seed: DemoSeed) -> None:
         written = ", ".join(
-            f"{n} {SEED_LABELS.get(kind, kind)}{'s' if n > 1 else ''}"
+            f"{n} {_plural(SEED_LABELS.get(kind, kind)) if n > 1 else SEED_LABELS.get(kind, kind)}"
             for kind, n in seed.created.items()
             if n
         )
@@ -335,15 +336,21 @@ class Command(BaseCommand):
             self._say("up", f"{child.name} stopped")
 
     # --- terminal -----------------------------------------------------------------------------
-    def _wait_for_port(self, host: str, port: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                sock.settimeout(0.2)
-                if sock.connect_ex((host, port)) == 0:
-                    return
-            if self._signals.wait(0.1):
-                return
+    def _announce(self, options: dict[str, Any]) -> None:
+        """The banner, once the platform is healthy (a thread of its own: the main one
+        supervises the children meanwhile)."""
+
+        def slow(status: int, body: dict[str, Any]) -> None:
+            down = ", ".join(body.get("down") or []) or f"status {status or 'none'}"
+            self._say("up", f"still starting: /healthz does not answer 200 yet ({down})")
+
+        healthy = wait_until_healthy(
+            f"{web_url(options)}/healthz",
+            stopped=lambda: self._signals.received is not None,
+            on_slow=slow,
+        )
+        if healthy and self._signals.received is None:
+            self._banner(options)
 
     def _banner(self, options: dict[str, Any]) -> None:
         url = web_url(options)
@@ -364,6 +371,10 @@ class Command(BaseCommand):
         with self._output_lock:
             self.stdout.write(f"{name:>6} | {line}")
             self.stdout.flush()
+
+
+def _plural(label: str) -> str:
+    return f"{label[:-1]}ies" if label.endswith("y") else f"{label}s"
 
 
 def web_url(options: dict[str, Any]) -> str:
