@@ -97,29 +97,40 @@ class FakeServerProcess:
         return self._process.pid
 
 
+def _postmaster() -> psutil.Process:
+    """The postmaster of the server the benchmark's database is on (a backend's parent)."""
+    with psycopg.connect(database_conninfo()) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        parent = psutil.Process(row[0]).parent()  # while the backend lives
+    assert parent is not None, "the database server runs on another machine"
+    return parent
+
+
 class CpuMeter:
     """CPU time (user + system, from the kernel's counters) that groups of processes spend over
     a stretch of a benchmark: where the machine's cores go, per unit of work. ``groups`` names
-    process ids (their child processes count with them unless named before); every PostgreSQL
-    process of the machine is one more group. A backend that exits inside the stretch is not
-    counted (the runtime's pooled connections stay open)."""
+    process ids (their child processes count with them unless named before); the processes of
+    the PostgreSQL server the benchmark uses (its postmaster and every child: backends, WAL
+    writer, checkpointer, autovacuum) are one more group, and no other PostgreSQL of the machine
+    (a shared machine runs others). A backend that exits inside the stretch is not counted (the
+    runtime's pooled connections stay open)."""
 
     def __init__(self, **groups: list[int]) -> None:
         self.groups = groups
         self.before: dict[str, dict[int, float]] = {}
         self.after: dict[str, dict[int, float]] = {}
         self.seconds = 0.0
+        self._postmaster: psutil.Process | None = None
 
     def _sample(self) -> dict[str, dict[int, float]]:
         # Each process counts once, in the first group that names it or one of its parents
         # (the benchmark's own process is the parent of the others: name it last).
         claimed: set[int] = set()
+        if self._postmaster is None:
+            self._postmaster = _postmaster()
         processes: dict[str, list[psutil.Process]] = {
-            "postgresql": [
-                process
-                for process in psutil.process_iter(["name"])
-                if process.info["name"] in ("postgres", "postmaster")
-            ]
+            "postgresql": [self._postmaster, *self._postmaster.children()]
         }
         claimed.update(process.pid for process in processes["postgresql"])
         for name, pids in self.groups.items():
