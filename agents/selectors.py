@@ -1,11 +1,12 @@
-"""Reads of an agent's runs for its pages: how many, by status, counted from the runs themselves
-(the list of its executions counts the same rows)."""
+"""Reads of an agent's runs for its pages: how many, by status, and what they used, counted from
+the runs themselves (the list of its executions counts the same rows)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
-from django.db.models import Count
+from django.db.models import Count, Sum
 
 from agents.models import Agent, Execution, ExecutionStatus
 
@@ -16,6 +17,9 @@ class RunCounts:
     another agent's delegation did, whatever its state), by status in the statuses' order."""
 
     by_status: dict[ExecutionStatus, int]
+    tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    tool_calls: int = 0
 
     @property
     def total(self) -> int:
@@ -24,13 +28,21 @@ class RunCounts:
 
 def agent_run_counts(*, agent: Agent) -> RunCounts:
     """One query; filters on the agent's agency explicitly."""
-    rows = dict(
-        Execution.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk)
+    rows = {
+        row["status"]: row
+        for row in Execution.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk)
         .order_by()
-        .values_list("status")
-        .annotate(runs=Count("id"))
-        .values_list("status", "runs")
-    )
+        .values("status")
+        .annotate(
+            runs=Count("id"),
+            tokens=Sum("tokens_total"),
+            cost=Sum("cost_usd"),
+            calls=Sum("tool_call_count"),
+        )
+    }
     return RunCounts(
-        by_status={status: rows[status] for status in ExecutionStatus if rows.get(status)}
+        by_status={status: rows[status]["runs"] for status in ExecutionStatus if status in rows},
+        tokens=sum(row["tokens"] for row in rows.values()),
+        cost_usd=sum((row["cost"] for row in rows.values()), Decimal(0)),
+        tool_calls=sum(row["calls"] for row in rows.values()),
     )

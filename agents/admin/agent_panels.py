@@ -83,7 +83,8 @@ def tool_picker_options(agency_id: uuid.UUID | None) -> list[tuple[str, list[tup
 
 
 def runs_panel(agent: Agent) -> SafeString:
-    """The agent's runs (every execution of it, the list's rows), by status, each a link to them."""
+    """The agent's runs (every execution of it, the list's rows), by status, each a link to them,
+    and what they used."""
     counts = agent_run_counts(agent=agent)
     runs = f"{counts.total} run{'' if counts.total == 1 else 's'}"
     total = changelist_link(Execution, runs, agent__id__exact=agent.pk)
@@ -104,7 +105,17 @@ def runs_panel(agent: Agent) -> SafeString:
             for status, number in counts.by_status.items()
         ),
     )
-    return format_html('<span data-agent-runs="{}">{}: {}</span>', counts.total, total, parts)
+    return format_html(
+        '<span data-agent-runs="{}">{}: {}</span>'
+        "<br><span data-agent-run-totals>{} tokens, {} USD, {} tool call{}</span>",
+        counts.total,
+        total,
+        parts,
+        counts.tokens,
+        _usd(counts.cost_usd),
+        counts.tool_calls,
+        "" if counts.tool_calls == 1 else "s",
+    )
 
 
 def budget_panel(agent: Agent) -> SafeString:

@@ -15,11 +15,15 @@ TAB = ["tab"]
 STATS = "Runs & stats"  # only once the agent exists
 FLOW = "Flow, teams and learning"  # issue 19's settings
 
-# The runs are counted from the runs themselves (executions_link, by status: the list of its
-# executions counts the same rows), not from the agent's counters, which count only the runs
-# that ended completed or failed (seed 004's rule; the API keeps them) and so said "3 total
-# runs" beside 4 runs listed while one was still going.
-RUN_COUNTERS = ("total_runs", "successful_runs", "failed_runs")
+# The runs and what they used are counted from the runs themselves (executions_link, by
+# status: the list of its executions counts the same rows), not from the agent's counters,
+# which count only the runs that ended completed or failed (seed 004's rule; the API keeps
+# them) and so said "3 total runs" beside 4 runs listed while one was still going, and a total
+# cost below today's.
+RUN_COUNTERS = (
+    "total_runs", "successful_runs", "failed_runs", "total_tokens_used", "total_cost_usd",
+    "total_actions_taken",
+)  # fmt: skip
 STATS_FIELDS = (
     "executions_link",
     "version_link",

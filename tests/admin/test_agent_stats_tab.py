@@ -87,7 +87,12 @@ def test_the_stats_tab_counts_the_runs_the_executions_list_shows(agent: Agent, s
     assert _text(runs[1], tags="") == (
         "5 runs: 1 waiting for input · 2 completed · 1 failed · 1 cancelled"
     )
-    assert "Total runs" not in _text(content)  # the counters' 3 (completed, failed) disagreed
+    totals = re.search(r"<span data-agent-run-totals>(.*?)</span>", content)
+    assert totals is not None
+    assert totals[1] == "5000 tokens, 0.001062 USD, 0 tool calls"  # today's spend, all of it
+    text = _text(content)
+    assert "Total runs" not in text  # the counters' 3 (completed, failed) disagreed
+    assert "Total cost" not in text  # and their 0.000812, below today's spend
     assert listed.context["cl"].result_count == 5
 
 
@@ -118,6 +123,7 @@ def test_the_selectors_read_only_the_agents_own_agency(agent: Agent, site: Site)
         forged_spend = agent_spend_today(agent=forged)
 
     assert counts.total == 5
+    assert (counts.tokens, counts.cost_usd) == (5000, Decimal("0.001062"))
     assert counts.by_status[ExecutionStatus.WAITING_INPUT] == 1
     assert (spend.ended_runs, spend.going_runs) == (4, 1)
     assert spend.spent_usd == Decimal("0.001062")
