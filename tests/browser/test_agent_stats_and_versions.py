@@ -44,7 +44,8 @@ def _at_both_widths(page: Page, name: str, show: Any = None) -> None:
 
 def _tab(page: Page, name: str) -> None:
     """Opens one of the editor's tabs (unfold's: anchors without an address)."""
-    page.locator("a[x-on\\:click]", has_text=re.compile(rf"^\s*{re.escape(name)}\s*$")).first.click()
+    label = re.compile(rf"^\s*{re.escape(name)}\s*$")
+    page.locator("a[x-on\\:click]", has_text=label).first.click()
 
 
 def _expect_fields(page: Page, names: list[str]) -> None:
