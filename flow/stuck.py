@@ -183,7 +183,7 @@ def _reason(state: str, seconds: int) -> str:
 def _cancel(
     execution: Execution, candidate: Candidate, *, seconds: int, now: datetime.datetime
 ) -> str:
-    """As the cancel service (agents.services.executions.execution_cancel) does, with the stop
+    """As the cancel service (agents.services.cancel.execution_cancel) does, with the stop
     reason ``stuck``: a run whose worker holds it gets the cancel request (the worker ends it at
     its next check, with this reason: :func:`cancel_reason`), any other ends now (its pending
     decisions cancelled with it: approvals' run-ended listener).

@@ -310,7 +310,7 @@ def _reject_constant(name: str) -> Any:
 
 def _conditions_skip(agent: Agent, payload: dict[str, Any]) -> tuple[str, str] | None:
     """The agent's ``trigger_conditions`` against the delivery's body, as event dispatch checks
-    them against an event's payload (agents.services.executions._event_skip)."""
+    them against an event's payload (agents.services.dispatch._event_skip)."""
     conditions = agent.trigger_conditions
     if not conditions:
         return None

@@ -35,5 +35,5 @@ def can_transition(from_status: str, to_status: str) -> bool:
 
 # What a run parked by an LLM provider's own limit waits for (``Execution.input_request["kind"]``,
 # agents/runtime/provider_limits.py): the window's end, after which it resumes with no
-# observation (agents.services.executions.execution_resume_due).
+# observation (agents.services.resume.execution_resume_due).
 PROVIDER_RATE_LIMIT_WAIT = "provider_rate_limit"

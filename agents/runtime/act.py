@@ -18,7 +18,7 @@ from agents.runtime.context import tool_result_message
 from agents.runtime.faults import crash_point
 from agents.runtime.plugins import Park, Verdict, apply_in_step
 from agents.runtime.run_base import RunBase, seconds
-from agents.services.executions import schedule_wake
+from agents.services.resume import schedule_wake
 from ops import tracing
 from tools.calls import CallRequest, ToolOutcome
 from tools.executor import execute_tool_call
@@ -85,6 +85,10 @@ class Acting(RunBase):
                     if (held := outcome.held) is not None:  # a tool gate holds the call
                         # (waiting_approval or waiting_input: the run's status of that name)
                         parked = ExecutionStatus(outcome.status)
+                        if parked == ExecutionStatus.WAITING_INPUT and not outcome.asked_before:
+                            # A person is asked now: the call is made (the run's page shows
+                            # it waiting), counted once, not again with the answer.
+                            tx.count_tool_call()
                         given = held.input_request
                         tx.park(
                             parked,
@@ -106,7 +110,7 @@ class Acting(RunBase):
                     failed = outcome.status == ToolCallStatus.FAILED and not outcome.replayed
                     for callback in outcome.after_commit:
                         transaction.on_commit(callback)
-                    if not outcome.replayed:
+                    if not outcome.replayed and not outcome.asked_before:
                         tx.count_tool_call()
                 now = timezone.now()
                 tx.add_step(

@@ -13,7 +13,7 @@ from agents import lifecycle
 from agents.models import ExecutionStatus
 from agents.runtime import provider_limits, store
 from agents.runtime.run_base import RunBase
-from agents.services.executions import schedule_wake
+from agents.services.resume import schedule_wake
 from core import tenancy
 from usage import services as usage_services
 from usage.pricing import Price

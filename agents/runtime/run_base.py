@@ -15,7 +15,7 @@ from agents.runtime.context_window import ContextWindow
 from agents.runtime.faults import crash_point
 from agents.runtime.plugins import Finish, ModelCall, Park, RunView, Verdict, apply_in_step
 from agents.runtime.plugins import plugins as run_plugins
-from agents.services.executions import execution_cancel
+from agents.services.cancel import execution_cancel
 from core import tenancy
 from ops import metrics
 from usage.pricing import Price

@@ -1,5 +1,6 @@
-"""Writers of the agents app. Executions (start, cancel, resume, event dispatch) live in
-``executions``; agent configuration (create, update, activate, ...) in ``agents``."""
+"""Writers of the agents app. Executions: a run's start in ``start``, its cancel in ``cancel``,
+its resume after a wait in ``resume``, an event's dispatch to its subscribers in ``dispatch``;
+agent configuration (create, update, activate, ...) in ``agents``."""
 
 from agents.services.agents import (
     agent_activate,
@@ -12,16 +13,13 @@ from agents.services.agents import (
     agent_version_restore,
     validate_agent_fields,
 )
-from agents.services.executions import (
-    agents_subscribed,
+from agents.services.cancel import execution_cancel
+from agents.services.dispatch import agents_subscribed, event_dispatch
+from agents.services.resume import execution_resume, execution_resume_due, schedule_wake
+from agents.services.start import (
     enqueue_execution,
-    event_dispatch,
-    execution_cancel,
     execution_create,
     execution_create_for_tick,
-    execution_resume,
-    execution_resume_due,
-    schedule_wake,
     skipped_trigger,
 )
 

@@ -13,7 +13,7 @@ import pytest
 
 from agents.models import Agent, ExecutionStatus
 from agents.services import execution_create
-from agents.services.executions import RUN_TASK
+from agents.services.start import RUN_TASK
 from agents.tasks import reap_expired_leases
 from approvals.models import Approval, ApprovalStatus
 from approvals.services import approval_decide

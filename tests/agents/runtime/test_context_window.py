@@ -347,7 +347,7 @@ class WaitingLongRun(LongRun):
 def test_a_resumed_run_sends_its_summary_and_the_turns_since(
     make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer
 ) -> None:
-    from agents.services.executions import execution_resume_due
+    from agents.services.resume import execution_resume_due
 
     budget = 1000
     agent = make_agent(

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Execution, TriggerLog
-from agents.services.executions import event_dispatch
+from agents.services.dispatch import event_dispatch
 from core import tenancy
 from core.models import ActorType, Event
 from tests.agents.factories import AgentFactory
