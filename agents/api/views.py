@@ -20,16 +20,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.api.filters import AgentFilter, ExecutionFilter
-from agents.api.serializers import (
-    AgentSerializer,
-    AgentVersionDetailSerializer,
-    AgentVersionSerializer,
-    AgentWriteSerializer,
+from agents.api.serializers.agents import AgentSerializer, AgentWriteSerializer
+from agents.api.serializers.executions import (
     ExecuteAcceptedSerializer,
     ExecuteSerializer,
     ExecutionDetailSerializer,
     ExecutionSerializer,
 )
+from agents.api.serializers.versions import AgentVersionDetailSerializer, AgentVersionSerializer
 from agents.models import Agent, AgentVersion, Execution, TriggerType
 from agents.services import (
     agent_activate,

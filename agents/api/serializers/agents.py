@@ -1,24 +1,19 @@
-"""Serializers of agents (and their versions) and executions (with steps)."""
+"""Serializers of agents: read (with their goals) and written (create or patch), with the rules
+the API schema states for clients (event subscriptions, tool patterns, the context budget)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.models import (
     AGENT_STATS_FIELDS,
-    INPUT_MAX_CHARS,
     Agent,
     AgentGoal,
     AgentTemplate,
-    AgentVersion,
     Comparison,
-    Execution,
-    ExecutionStep,
-    StopReason,
 )
 from agents.models.agent import (
     MAX_TOKEN_BUDGET,
@@ -37,7 +32,6 @@ from core.api.fields import (
     AgencyRelatedField,
     JSONListField,
     JSONObjectField,
-    StrictSerializer,
     StrictSerializerMixin,
     documented,
 )
@@ -246,156 +240,3 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
         except InvalidConditions as exc:
             raise serializers.ValidationError(exc.messages, code=RULE) from None
         return value
-
-
-class ExecutionSerializer(serializers.ModelSerializer):
-    stop_reason = serializers.ChoiceField(
-        choices=StopReason.choices, allow_blank=True, read_only=True
-    )
-    agent_version = serializers.IntegerField(
-        source="agent_version.number",
-        read_only=True,
-        allow_null=True,
-        help_text="The number of the agent's version the run started with and keeps to its "
-        "end (/agents/{agent}/versions/{number}/); null until its first claim, and for runs "
-        "started before versions existed.",
-    )
-
-    class Meta:
-        model = Execution
-        fields = [
-            "id",
-            "agent",
-            "agent_version",
-            "site",
-            "parent",
-            "depth",
-            "trigger_type",
-            "trigger_event",
-            "trigger_data",
-            "triggered_by",
-            "status",
-            "stop_reason",
-            "cancel_requested_at",
-            "wait_until",
-            "input_request",
-            "input",
-            "output",
-            "result",
-            "actions_taken",
-            "error",
-            "error_details",
-            "attempts",
-            "current_step",
-            "tokens_input",
-            "tokens_output",
-            "tokens_cache_read",
-            "tokens_cache_write",
-            "tokens_total",
-            "cost_usd",
-            "llm_call_count",
-            "tool_call_count",
-            "started_at",
-            "completed_at",
-            "duration_ms",
-            "created_at",
-            "updated_at",
-        ]
-        read_only_fields = fields
-
-
-class ExecutionStepSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = ExecutionStep
-        fields = [
-            "id",
-            "step_number",
-            "step_type",
-            "input_text",
-            "reasoning",
-            "output_text",
-            "model",
-            "llm_response",
-            "tool_name",
-            "tool_call_id",
-            "tool_input",
-            "tool_output",
-            "started_at",
-            "completed_at",
-            "duration_ms",
-            "tokens_input",
-            "tokens_output",
-            "tokens_cache_read",
-            "tokens_cache_write",
-            "cost_usd",
-        ]
-        read_only_fields = fields
-
-
-class ExecutionDetailSerializer(ExecutionSerializer):
-    steps = ExecutionStepSerializer(many=True, read_only=True)
-
-    class Meta(ExecutionSerializer.Meta):
-        fields = [*ExecutionSerializer.Meta.fields, "steps"]
-        read_only_fields = fields
-
-
-class ExecuteSerializer(StrictSerializer):
-    input = serializers.CharField(
-        max_length=INPUT_MAX_CHARS, required=False, allow_blank=True, default="",
-        help_text="The instruction for this run.",
-    )  # fmt: skip
-    trigger_data = JSONObjectField(required=False, default=dict)
-
-
-class ExecuteAcceptedSerializer(serializers.Serializer):
-    execution_id = serializers.UUIDField()
-    status = serializers.CharField()
-
-
-class AgentVersionSerializer(serializers.ModelSerializer):
-    restored_from = serializers.IntegerField(
-        source="restored_from.number",
-        read_only=True,
-        allow_null=True,
-        help_text="The number of the version this one restored, if it was a restore.",
-    )
-    change_summary = serializers.ListField(
-        child=serializers.CharField(),
-        read_only=True,
-        help_text="The configuration fields this version changed from the one before "
-        "(empty for version 1).",
-    )
-    is_current = serializers.SerializerMethodField(
-        help_text="Whether this is the agent's configuration now."
-    )
-
-    class Meta:
-        model = AgentVersion
-        fields = [
-            "number",
-            "agent",
-            "is_current",
-            "change_summary",
-            "restored_from",
-            "created_by",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-    @extend_schema_field(serializers.BooleanField())
-    def get_is_current(self, version: AgentVersion) -> bool:
-        return bool(version.id == self.context.get("current_version_id"))
-
-
-class AgentVersionDetailSerializer(AgentVersionSerializer):
-    config = JSONObjectField(
-        read_only=True,
-        help_text="The agent's configuration in this version: prompt, model, tools and "
-        "policies, limits, triggers (the fields of an agent that are not identity, switches "
-        "or stats).",
-    )
-
-    class Meta(AgentVersionSerializer.Meta):
-        fields = [*AgentVersionSerializer.Meta.fields, "config"]
-        read_only_fields = fields
