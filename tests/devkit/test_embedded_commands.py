@@ -24,6 +24,7 @@ import redis
 from django.core.management import call_command
 
 from devkit import embedded
+from devkit.embedded import pg_server
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def _snapshot(data_dir: Path) -> dict[str, tuple[int, int]]:
     files = [
         data_dir / "redis" / "port",
         data_dir / "redis" / "redis.log",
-        data_dir / "pg" / embedded.PG_ENDPOINT_FILE,
+        data_dir / "pg" / pg_server.PG_ENDPOINT_FILE,
         data_dir / "pg" / "log",
         data_dir / "pg" / "postmaster.opts",
     ]
@@ -243,7 +244,7 @@ def test_a_saved_postgres_socket_taken_by_another_server_moves_loudly(
         other.bind(str(pgdata / ".s.PGSQL.5432"))
         other.listen()
         with caplog.at_level(logging.WARNING, logger="devkit.embedded"):
-            port = embedded._free_socket_port(pgdata, str(pgdata), 5432)
+            port = pg_server._free_socket_port(pgdata, str(pgdata), 5432)
     assert port == 5433
     assert f"socket {pgdata}/.s.PGSQL.5432 is in use by another server" in caplog.text
-    assert embedded._postgres_endpoint(pgdata) == (str(pgdata), 5433)
+    assert pg_server._postgres_endpoint(pgdata) == (str(pgdata), 5433)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 
@@ -44,7 +45,7 @@ DOWN_SECONDS = 5.0
 def _pg_ctl(*args: str) -> None:
     from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
-    user = "pgserver" if embedded.os.geteuid() == 0 else None
+    user = "pgserver" if os.geteuid() == 0 else None
     pg_ctl(["-w", *args], pgdata=embedded.data_dir() / "pg", user=user, timeout=60)
 
 

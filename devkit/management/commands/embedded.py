@@ -2,7 +2,7 @@
 PostgreSQL and Redis of this checkout, by hand.
 
 Loading the settings for this command starts nothing (config/env.py): ``status`` and ``stop``
-never start a server. A server started again listens where it did before (devkit/embedded.py), so
+never start a server. A server started again listens where it did before (devkit/embedded/), so
 running processes reconnect to the URLs they already have.
 """
 
