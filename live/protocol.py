@@ -33,6 +33,9 @@ class Waiting(TypedDict):
     approval_id: str | None
     question_id: str | None  # a question (ask_user, or help after failures) waiting
     tool_name: str
+    # The call a person is asked to answer (ask_user): counted in the totals already, its
+    # answer's step adds none.
+    tool_call_id: str
     input_request: dict[str, Any]
     wait_until: str | None
 

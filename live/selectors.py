@@ -25,6 +25,7 @@ from approvals.models import Approval, ApprovalStatus
 from core.api.principal import Principal
 from core.selectors import access_object
 from live import protocol
+from tools.models import ToolCall, ToolCallStatus
 
 _STEP_COLUMNS = (
     "sequence", "step_number", "step_type", "input_text", "reasoning", "output_text", "model",
@@ -51,10 +52,16 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
             .only("id", "action_type")
             .first()
         )
+        asked = (
+            ToolCall.objects.filter(execution=execution, status=ToolCallStatus.WAITING_INPUT)
+            .values_list("tool_call_id", flat=True)
+            .first()
+        )
         waiting = {
             "approval_id": str(approval.id) if approval else None,
             "question_id": (execution.input_request or {}).get("question_id"),
             "tool_name": approval.action_type if approval else "",
+            "tool_call_id": asked or "",
             "input_request": execution.input_request or {},
             "wait_until": iso(execution.wait_until),
         }

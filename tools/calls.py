@@ -60,6 +60,9 @@ class ToolOutcome:
     held: Held | None = None
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     replayed: bool = False  # the call had already run: its recorded result was returned
+    # The call asked a person in an earlier delivery of the run (held for their answer, which
+    # settles it now, or it still waits): it was counted as the run's tool call then.
+    asked_before: bool = False
     ask: HumanQuestion | None = None  # the handler asks a person (ask_user)
     awaiting: AwaitRun | None = None  # the call now waits for another run (delegate_to_agent)
     # What the gates that let the call run said about it (a risk rule that matched and let it

@@ -110,9 +110,11 @@ def _seen_before(
             continue
         if isinstance(found, Decision):
             return found
+        asked = existing.status == ToolCallStatus.WAITING_INPUT
         if isinstance(found, Held):  # still waiting (a delivery that came early)
-            return ToolOutcome(found.output, existing.status, held=found)
-        outcome = ToolOutcome(found.output, found.status)  # the person's answer is its result
+            return ToolOutcome(found.output, existing.status, held=found, asked_before=asked)
+        # The person's answer is its result.
+        outcome = ToolOutcome(found.output, found.status, asked_before=asked)
         _record(
             request,
             policy=request.tools.get(request.call.name),

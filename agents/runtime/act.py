@@ -85,6 +85,10 @@ class Acting(RunBase):
                     if (held := outcome.held) is not None:  # a tool gate holds the call
                         # (waiting_approval or waiting_input: the run's status of that name)
                         parked = ExecutionStatus(outcome.status)
+                        if parked == ExecutionStatus.WAITING_INPUT and not outcome.asked_before:
+                            # A person is asked now: the call is made (the run's page shows
+                            # it waiting), counted once, not again with the answer.
+                            tx.count_tool_call()
                         given = held.input_request
                         tx.park(
                             parked,
@@ -106,7 +110,7 @@ class Acting(RunBase):
                     failed = outcome.status == ToolCallStatus.FAILED and not outcome.replayed
                     for callback in outcome.after_commit:
                         transaction.on_commit(callback)
-                    if not outcome.replayed:
+                    if not outcome.replayed and not outcome.asked_before:
                         tx.count_tool_call()
                 now = timezone.now()
                 tx.add_step(

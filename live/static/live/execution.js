@@ -135,6 +135,7 @@
         const questionUrl = root.dataset.questionUrl || "";
         let lastSeq = 0; // the last event drawn: a reconnect asks for what follows it
         let headerSeq = -1; // the snapshot's number: step costs after it are added to its totals
+        let askedCall = ""; // the call waiting for a person's answer: the totals count it already
         let totals = null;
         let status = field("status").dataset.status;
         let backoff = BACKOFF_MIN_MS;
@@ -213,6 +214,7 @@
 
         function drawSnapshot(snapshot) {
             headerSeq = snapshot.seq;
+            askedCall = (snapshot.waiting && snapshot.waiting.tool_call_id) || "";
             totals = Object.assign({}, snapshot.totals);
             setStatus(snapshot.status);
             drawTotals();
@@ -347,7 +349,8 @@
                         totals.llm_call_count += 1;
                     }
                     if (event.data.step_type === "act") {
-                        totals.tool_call_count += 1;
+                        // (an answered question's call was counted when it asked)
+                        totals.tool_call_count += event.data.tool_call_id === askedCall ? 0 : 1;
                         totals.failed_tool_calls += event.data.failed ? 1 : 0;
                     }
                     drawTotals();
