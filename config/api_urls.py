@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, include, path, re_path
-from drf_spectacular.views import SpectacularSwaggerView
+import functools
+from collections.abc import Callable
+from typing import Any
 
-from core.api.schema_view import SchemaView
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, URLResolver, include, path, re_path
+from django.utils.module_loading import import_string
+from django.views.decorators.csrf import csrf_exempt
+
 from core.api.views_misc import api_not_found
+
+
+@functools.cache
+def _view(dotted: str, **initkwargs: Any) -> Callable[..., HttpResponse]:
+    return import_string(dotted).as_view(**initkwargs)
+
+
+def _lazy(dotted: str, **initkwargs: Any) -> Callable[..., HttpResponse]:
+    """The view ``dotted`` imported on its first request: drf-spectacular's views pull in
+    django.test and jinja2 (a quarter of a second), which no command and few requests need."""
+
+    @csrf_exempt
+    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return _view(dotted, **initkwargs)(request, *args, **kwargs)
+
+    return view
+
 
 v1: list[URLPattern | URLResolver] = [
     path("", include("agents.api.urls")),
@@ -23,6 +45,10 @@ v1: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("v1/", include(v1)),
-    path("schema/", SchemaView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("schema/", _lazy("core.api.schema_view.SchemaView"), name="api-schema"),
+    path(
+        "docs/",
+        _lazy("drf_spectacular.views.SpectacularSwaggerView", url_name="api-schema"),
+        name="api-docs",
+    ),
 ]

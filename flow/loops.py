@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Max
 
-from agents.llm import Message, ToolCall
 from agents.models import ExecutionStatus, LoopAction, StopReason
 from agents.runtime.plugins import Finish, Park, Verdict
 from approvals import questions
@@ -44,7 +43,8 @@ from core.models import ActorType
 from flow.models import LoopDetection, LoopKind, LoopOutcome
 from tools.results import NOTE_KEY, looks_wrong
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the LLM gateway's types only: importing it costs every process's start)
+    from agents.llm import Message, ToolCall
     from agents.runtime.plugins import RunView, StepWriter
 
 LOOP_EVENT = "ai.execution.loop_detected"

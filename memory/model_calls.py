@@ -12,7 +12,8 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
-from agents.llm import Completion, LLMError, Message, get_provider
+from agents import llm
+from agents.llm import Completion, LLMError, Message
 from agents.models import Agent
 from agents.runtime.context_window import request_chars
 from agents.runtime.providers import provider_config_for
@@ -74,7 +75,7 @@ def agent_model_call(
         metrics.budget_refused(purpose)
         return ModelCall(None, model, skipped="budget_exceeded")
     try:
-        completion = get_provider(config).complete(
+        completion = llm.get_provider(config).complete(
             messages,
             model=model or None,
             temperature=0.0,

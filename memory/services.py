@@ -26,6 +26,7 @@ from agents.models import Agent
 from core import sending
 from core.exceptions import ApplicationError
 from memory import embeddings
+from memory.embeddings.backfill import EMBED_PENDING_TASK
 from memory.models import Memory, MemoryChange, MemoryChangeAction
 from memory.search import nearest_memory
 from memory.validation import MAX_TAGS, clean_memory_fields
@@ -92,8 +93,6 @@ def _embed_later(agency_id: uuid.UUID) -> None:
     """``memory.embed_pending`` for the agency, once this transaction commits. A broker that
     refuses it is logged, not raised (the memory is stored; the caller, an after-run task among
     them, must not fail for it): beat's embed-pending sweep finds the rows."""
-    from memory.tasks import EMBED_PENDING_TASK  # noqa: PLC0415 - tasks import services
-
     sending.send_task_on_commit(
         EMBED_PENDING_TASK,
         agency_id=agency_id,

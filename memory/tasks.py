@@ -1,5 +1,5 @@
 """Celery tasks of the memory app: thin wrappers over the services and the embeddings gateway.
-(Episode, consolidation and conversation jobs are registered beside their rules: memory.apps.)"""
+(Episode, consolidation, conversation and retention jobs are written beside their rules.)"""
 
 from __future__ import annotations
 
@@ -12,12 +12,23 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef
 
 from core import tenancy
+
+# Celery's autodiscovery imports this module in the processes that run tasks (workers, eager
+# tests); the episode, consolidation, conversation and retention jobs live beside their rules,
+# and are registered from here rather than at every process's start (they import the LLM
+# gateway: a third of a second of `manage.py check`).
+from memory import consolidation, conversations, episodes, retention  # noqa: F401
 from memory.embeddings import EmbeddingError, config_for
-from memory.embeddings.backfill import EPISODES, MEMORIES, embed_batch, pending
+from memory.embeddings.backfill import (
+    EMBED_PENDING_TASK,
+    EPISODES,
+    MEMORIES,
+    embed_batch,
+    pending,
+)
 
 logger = logging.getLogger(__name__)
 
-EMBED_PENDING_TASK = "memory.embed_pending"
 # A provider that is down or rate-limiting is asked again this much later, this many times; the
 # rows wait meanwhile (found by their words), and the next store or sweep sends the task again.
 RETRY_SECONDS = 30

@@ -22,6 +22,10 @@ from memory.embeddings.gateway import embed_with
 from memory.embeddings.types import EmbeddingConfig
 from memory.models import Episode, Memory
 
+# The task that embeds what waits (memory.tasks), named here so that the services that queue
+# it need not import the tasks module (which imports them).
+EMBED_PENDING_TASK = "memory.embed_pending"
+
 
 @dataclass(frozen=True)
 class Kind:

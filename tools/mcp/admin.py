@@ -19,7 +19,6 @@ from core.admin_scoping import AgencyScopedAdmin, ModelAdmin
 from core.exceptions import ApplicationError
 from tools.mcp.models import McpAllowedAddress, McpServer
 from tools.mcp.services.checks import clean_headers, url_problems
-from tools.mcp.services.discovery import mcp_server_refresh
 
 HEADER_INPUTS = ("headers", "clear_headers")
 _TOOL_SETTINGS = ("is_enabled", "require_approval", "rate_limit_per_minute", "rate_limit_per_hour")
@@ -113,6 +112,10 @@ class McpServerForm(forms.ModelForm[McpServer]):
 
 
 def _refresh(model_admin: admin.ModelAdmin[Any], request: HttpRequest, server: McpServer) -> None:
+    # The MCP client (the mcp SDK, its HTTP stack) loads when a server is refreshed, not with
+    # the admin: every process that starts Django imports the admin.
+    from tools.mcp.services.discovery import mcp_server_refresh  # noqa: PLC0415 - heavy
+
     result = mcp_server_refresh(server=server)
     if not result.ok:
         model_admin.message_user(request, result.error_message, messages.WARNING)
