@@ -15,7 +15,7 @@ from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from flow.diagrams.views import diagrams_panel
 from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
 from flow.panels import completeness_panel, flow_panel
-from flow.replay.views import retry_link, run_urls
+from flow.replay.views import RETRY_ACTION, run_urls
 
 EXAMPLE = (
     'Example: states [{"state": "running", "is_required": true, "max_duration_seconds": '
@@ -152,8 +152,8 @@ def _diagrams(execution: Execution) -> SafeString:
 
 
 # The run page: the run against its expected workflow, its loops and stuck flags; the run as
-# Mermaid sequence and state diagrams with replay (dry); "Retry from here" on each step; and
-# the pages behind them (downloads, replay, retry).
+# Mermaid sequence and state diagrams with replay (dry); "Retry from here" on the timeline's
+# steps; and the pages behind them (downloads, replay, retry).
 panels.RUN_PANELS.register(
     panels.RunPanel(
         order=20,
@@ -168,9 +168,7 @@ panels.RUN_PANELS.register(
         order=40, name="flow_diagrams", title="Diagrams", label="Flow", render=_diagrams
     )
 )
-panels.RUN_STEP_COLUMNS.register(
-    panels.StepColumn(order=10, name="retry", label="Retry", render=retry_link)
-)
+panels.RUN_STEP_ACTIONS.register(RETRY_ACTION)
 panels.RUN_URLS.register(panels.RunUrls(order=10, name="flow", urls=run_urls))
 # The agent page: its flow over the last days, above the loop and stuck settings.
 panels.AGENT_PANELS.register(

@@ -1,9 +1,9 @@
-"""Runs and their traces, read-only: executions (with their steps, tool calls and state changes
-inline), steps and the trigger log. Cancelling a run is the one thing staff may do here."""
+"""Runs and their traces, read-only: executions (the run page: its live view's timeline, then
+its fields), steps and the trigger log. Cancelling a run is the one thing staff may do here."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 from django.contrib import admin, messages
 from django.db.models import Count, OuterRef, QuerySet, Subquery
@@ -24,6 +24,7 @@ from agents.admin.common import (
     json_display,
     run_link,
 )
+from agents.admin.run_page import run_page_context
 from agents.models import (
     Agent,
     DecisionPoint,
@@ -42,53 +43,12 @@ from tools.models import ToolCall
 AGENT_FILTER = ("agent", admin.RelatedOnlyFieldListFilter)
 
 
-class ExecutionStepInline(panels.RegisteredFields, ReadOnlyInline):
-    model = ExecutionStep
-    fields = [
-        "step_number", "step_type", "tool_name", "model", "tokens_input", "tokens_output",
-        "cost_usd", "duration_ms", "started_at",
-    ]  # fmt: skip
-    ordering = ["step_number"]
-    verbose_name_plural = "Steps"
-    registries = (panels.RUN_STEP_COLUMNS,)
-    unsaved = EMPTY
-
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [*super().get_fields(request, obj), *panels.RUN_STEP_COLUMNS.names()]
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return self.get_fields(request, obj)
-
-
-class ToolCallInline(ReadOnlyInline):
+class StepToolCallInline(ReadOnlyInline):
     model = ToolCall
-    fk_name = "execution"
-    fields = ["tool_name", "status", "step", "error_code", "duration_ms", "started_at"]
-    ordering = ["created_at"]
-    verbose_name_plural = "Tool calls"
-
-
-class StepToolCallInline(ToolCallInline):
     fk_name = "step"
     fields = ["tool_name", "status", "error_code", "duration_ms", "started_at"]
-
-
-class StateTransitionInline(ReadOnlyInline):
-    model = StateTransition
-    fields = [
-        "sequence", "from_state", "to_state", "transition_type", "transition_reason",
-        "entered_at", "duration_ms",
-    ]  # fmt: skip
-    ordering = ["sequence"]
-    show_change_link = False
-    verbose_name_plural = "State transitions"
-
-
-class DecisionPointInline(ReadOnlyInline):
-    model = DecisionPoint
-    fields = ["decision_type", "decision_question", "chosen_option", "confidence_score"]
-    ordering = ["decided_at"]
-    verbose_name_plural = "Decision points"
+    ordering = ["created_at"]
+    verbose_name_plural = "Tool calls"
 
 
 @admin.register(Execution)
@@ -104,7 +64,10 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
     date_hierarchy = "created_at"
     search_fields = ["agent__name", "input", "output", "error", "trace_id"]
     actions = ["cancel"]
-    inlines = [ExecutionStepInline, ToolCallInline, StateTransitionInline, DecisionPointInline]
+    # No inlines: the live view's timeline (live/templates/live/execution_live.html) is the run's
+    # one list of steps and state changes, each step's details folded; the rows behind it (steps
+    # with their full payloads, tool calls, state transitions, decision points) are a click away
+    # through the "Related" links, filtered to the run.
     # Other apps' panels (agents/admin/panels.py): a fieldset each, after "Input".
     registries = (panels.RUN_PANELS,)
     unsaved = EMPTY
@@ -166,7 +129,8 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
                 ]
             },
         ),
-        ("Input", {"fields": ["input", "trigger_data_pretty"]}),
+        # (The live view above shows the instruction.)
+        ("Input", {"fields": ["input", "trigger_data_pretty"], "classes": ["collapse"]}),
         (
             "Outcome",
             {
@@ -263,6 +227,8 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
         links = [
             changelist_link(ExecutionStep, "steps", execution__id__exact=obj.pk),
             changelist_link(ToolCall, "tool calls", execution__id__exact=obj.pk),
+            changelist_link(StateTransition, "state transitions", execution__id__exact=obj.pk),
+            changelist_link(DecisionPoint, "decision points", execution__id__exact=obj.pk),
             changelist_link(TriggerLog, "trigger log", execution__id__exact=obj.pk),
             *(entry.render(obj) for entry in panels.RUN_LINKS),
         ]
@@ -303,6 +269,20 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
     ) -> HttpResponse:
         extra = {**(extra_context or {}), "can_cancel": self.has_cancel_permission(request)}
         return super().change_view(request, object_id, form_url, extra)
+
+    @override
+    def render_change_form(  # (Django's signature)
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context.update(run_page_context(execution=obj, may_write=self._can_write(request)))
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 @admin.register(ExecutionStep)

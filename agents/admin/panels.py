@@ -15,7 +15,8 @@ by ascending order. Pages read the registries on each request, so an entry regis
 admin classes were built still shows.
 
 - :data:`RUN_PANELS`: a fieldset each on the run page, between "Input" and "Outcome".
-- :data:`RUN_STEP_COLUMNS`: columns of the run page's steps, after its own.
+- :data:`RUN_STEP_ACTIONS`: links on the steps of the run page's timeline (which the page's
+  script draws as the steps arrive: an entry says where it applies, the script applies it).
 - :data:`RUN_LINKS`: the run page's "Related" links, after the steps, tool calls and trigger log.
 - :data:`RUN_URLS`: admin URLs under the run page (``admin:agents_execution_*``).
 - :data:`AGENT_PANELS`: read-only fields of the agent page, each right above the agent field
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin
     from django.urls import URLPattern
 
-    from agents.models import Agent, Execution, ExecutionStep
+    from agents.models import Agent, Execution
     from tools.models import Tool
 
 Shown = SafeString | str
@@ -53,11 +54,33 @@ class RunPanel:
 
 
 @dataclass(frozen=True)
-class StepColumn:
+class StepAction:
+    """A link on some steps of the run page's timeline. The timeline is drawn in the browser as
+    steps arrive, so the rule of where the link applies travels with the page as data, and the
+    link appears on a run that ends while it is watched, without a reload."""
+
     order: int
     name: str
     label: str
-    render: Callable[[ExecutionStep], Shown]
+    # The link for the run, with STEP_PLACEHOLDER where a step's number goes.
+    url: Callable[[Execution], str]
+    step_types: frozenset[str]
+    ended_only: bool  # only once the run has ended (completed, failed, cancelled, timed out)
+    first_step: bool  # also on the run's step 1
+    needs_write: bool  # only for members who may change the agency's runs
+
+    def as_json(self, execution: Execution) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "url": self.url(execution),
+            "placeholder": STEP_PLACEHOLDER,
+            "step_types": sorted(self.step_types),
+            "ended_only": self.ended_only,
+            "first_step": self.first_step,
+        }
+
+
+STEP_PLACEHOLDER = "STEP"
 
 
 @dataclass(frozen=True)
@@ -122,7 +145,7 @@ class Registry[E: _Entry]:
 
 
 RUN_PANELS: Registry[RunPanel] = Registry()
-RUN_STEP_COLUMNS: Registry[StepColumn] = Registry()
+RUN_STEP_ACTIONS: Registry[StepAction] = Registry()
 RUN_LINKS: Registry[RunLink] = Registry()
 RUN_URLS: Registry[RunUrls] = Registry()
 AGENT_PANELS: Registry[AgentPanel] = Registry()

@@ -195,7 +195,9 @@ class Execution(AgencyOwnedModel):
         ]
 
     def __str__(self) -> str:
-        return f"Execution {self.pk} ({self.status})"
+        # The admin's title and breadcrumbs of the run page: the status as people say it
+        # ("waiting for another agent"), not its stored value.
+        return f"Execution {self.pk} ({self.get_status_display().lower()})"
 
     @property
     def is_terminal(self) -> bool:

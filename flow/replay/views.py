@@ -17,10 +17,9 @@ from django.http import (
 )
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
 
-from agents.models import ExecutionStep
+from agents.admin.panels import STEP_PLACEHOLDER, StepAction
+from agents.models import Execution, StepType
 from core.exceptions import ApplicationError
 from flow.diagrams.views import diagram_download, viewable_execution
 from flow.replay.engine import replay_execution
@@ -107,10 +106,25 @@ def retry(
     return TemplateResponse(request, "flow/replay/retry_confirm.html", context)
 
 
-def retry_link(step: ExecutionStep) -> SafeString:
-    """The steps inline's "Retry from here" (a confirmation page, then a POST)."""
-    url = reverse("admin:agents_execution_retry", args=[step.execution_id, step.step_number])
-    return format_html('<a class="text-primary-600" href="{}">Retry from here</a>', url)
+def retry_url(execution: Execution) -> str:
+    """The retry's confirmation page of ``execution``, its step number left to the timeline."""
+    return reverse("admin:agents_execution_retry", args=[execution.pk, STEP_PLACEHOLDER])
+
+
+# "Retry from here" on the run page's timeline. A retry keeps the run's history up to the step
+# and goes on from there, so it makes sense on every step but the first: step 1 is the observe of
+# the trigger, and a retry from it keeps nothing (it would be the same run started again). Only
+# for an ended run (execution_retry_from refuses one still going) and a member who may write.
+RETRY_ACTION = StepAction(
+    order=10,
+    name="retry",
+    label="Retry from here",
+    url=retry_url,
+    step_types=frozenset(StepType.values),
+    ended_only=True,
+    first_step=False,
+    needs_write=True,
+)
 
 
 def run_urls(model_admin: ModelAdmin[Any]) -> list[URLPattern]:

@@ -14,6 +14,7 @@ from agents.models import (
     AgentGoal,
     AgentTemplate,
     Execution,
+    ExecutionStep,
     TriggerLog,
     TriggerOutcome,
     TriggerType,
@@ -28,6 +29,7 @@ from tests.agents.factories import (
     ExecutionStepFactory,
 )
 from tests.tools.factories import ToolCallFactory
+from tools.models import ToolCall
 
 pytestmark = pytest.mark.django_db
 
@@ -186,12 +188,20 @@ def test_agent_links_to_its_executions_and_an_execution_to_its_steps_and_tool_ca
     assert change_url(execution) in listed
     assert re.search(r"\b1\s+execution\b", listed)  # the changelist's count
 
+    # The run page's steps are its live timeline (drawn from its socket); their rows and the
+    # tool calls are under its Related links, filtered to the run (it repeated them in admin
+    # tables until issue 27).
     page = client.get(change_url(execution)).content.decode()
+    steps_url = f"{admin_url(ExecutionStep, 'changelist')}?execution__id__exact={execution.pk}"
+    calls_url = f"{admin_url(ToolCall, 'changelist')}?execution__id__exact={execution.pk}"
+    assert steps_url in page
+    assert calls_url in page
+    listed_steps = client.get(steps_url).content.decode()
     positions = [
-        page.index(change_url(step)) for step in sorted(steps, key=lambda s: s.step_number)
+        listed_steps.index(change_url(step)) for step in sorted(steps, key=lambda s: s.step_number)
     ]
     assert positions == sorted(positions)  # steps in order
-    assert change_url(call) in page
+    assert change_url(call) in client.get(calls_url).content.decode()
 
     step_page = client.get(change_url(steps[0])).content.decode()
     assert change_url(call) in step_page

@@ -1,5 +1,7 @@
 """The execution page, live: opened before its run starts, it shows the run think, stream its
-text, call tools (one failing) and finish, without a reload."""
+text, call tools (one failing) and finish, without a reload. (Its steps were also asserted in the
+admin's Steps and Tool calls tables until the run page kept one timeline, issue 27: they are
+counted in the timeline now.)"""
 
 from __future__ import annotations
 
@@ -87,7 +89,7 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
         "1 tool call failed in this run."
     )
     expect(live.locator('[data-field="outcome"]')).to_contain_text(ANSWER)
-    # The rest of the page (fields, title, tables, actions) is swapped for the ended run's.
+    # The rest of the page (fields, title, actions) follows the ended run.
     run_fields = page.locator("#execution_form fieldset").first
     expect(run_fields.locator(".field-line", has_text="Status")).to_contain_text("Completed")
     expect(run_fields.locator(".field-line", has_text="Stop reason")).not_to_contain_text("-")
@@ -95,7 +97,8 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     expect(page.locator("#header-inner h1")).to_contain_text("(completed)")
     expect(page.locator("[data-run-tool=cancel]")).to_have_count(0)
     expect(page.locator("[data-run-tool=replay]")).to_be_visible()
-    expect(page.locator("#tool_calls-group tr.form-row")).to_have_count(2)
+    # One timeline: the steps are not repeated in admin tables below it.
+    expect(page.locator(".inline-group")).to_have_count(0)
     expect(page.locator('[data-flow-diagram="flow-diagram-state"]')).to_contain_text("completed")
     assert page.evaluate("window.__sameDocument") is True  # never reloaded
     finished = wait_for(execution)
@@ -104,7 +107,7 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     expect(live.locator('[data-field="tokens"]')).to_have_text(str(finished.tokens_total))
     with tenancy.agency_context(agent.agency_id):
         steps = finished.steps.count()
-    expect(page.locator("#steps-group tr.form-row")).to_have_count(steps)
+    expect(live.locator(".live-timeline .live-step")).to_have_count(steps)
     screenshot(page, "execution-desktop")
 
     page.set_viewport_size(PHONE)
@@ -117,11 +120,13 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     width = page.evaluate("document.documentElement.scrollWidth")
     screenshot(page, "execution-phone")
     assert width <= PHONE["width"] + 1, "the page scrolls sideways on a phone"
-    # The run's tables stack on a phone: each row's action is on screen, its cells labelled.
-    retry = page.get_by_role("link", name="Retry from here").first
+    # A step opened on a phone: its action is on screen, its tool named in its line.
+    act = live.locator(".live-step--act").first
+    expect(act.locator(".live-step__tool")).to_be_visible()
+    act.locator("summary").click()
+    retry = act.get_by_role("link", name="Retry from here")
     retry.scroll_into_view_if_needed()
     box = retry.bounding_box()
     assert box is not None
     assert box["x"] + box["width"] <= PHONE["width"]
-    expect(page.locator("#steps-group td[data-label='Tool name']").first).to_be_visible()
     context.close()

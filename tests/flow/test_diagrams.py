@@ -14,6 +14,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agents.admin.panels import STEP_PLACEHOLDER
 from agents.models import (
     Agent,
     Execution,
@@ -261,7 +262,6 @@ def test_the_run_page_embeds_both_diagrams_and_their_downloads(client: Client) -
     assert sequence_url in body
     assert state_url in body
     assert reverse("admin:agents_execution_replay", args=[run.pk]) in body
-    assert reverse("admin:agents_execution_retry", args=[run.pk, 3]) in body
 
     download = client.get(sequence_url)
     assert download.status_code == 200
@@ -272,6 +272,15 @@ def test_the_run_page_embeds_both_diagrams_and_their_downloads(client: Client) -
         client.get(reverse("admin:agents_execution_diagram", args=[run.pk, "gantt"])).status_code
         == 404
     )
+    # "Retry from here" is drawn on the timeline's steps from the link the page carries, for
+    # members who may retry (the retry page refuses a viewer); it was a column of the admin's
+    # steps table, shown to a viewer too, until issue 27.
+    retry_url = reverse("admin:agents_execution_retry", args=[run.pk, STEP_PLACEHOLDER])
+    assert retry_url not in body
+    member = MembershipFactory.create(agency=run.agency, role=Role.STAFF).user
+    client.force_login(member)
+    page = client.get(reverse("admin:agents_execution_change", args=[run.pk]))
+    assert retry_url in page.content.decode()
 
 
 def test_another_agencys_run_diagram_is_a_404_and_a_visitor_must_log_in(client: Client) -> None:

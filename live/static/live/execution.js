@@ -6,12 +6,16 @@
  * what it missed (?after=<last event number>), so nothing is drawn twice. Protocol:
  * docs/live-protocol.md.
  *
- * The rest of the page (the title, the Run fields, the diagrams, the Steps / Tool calls / State
- * transitions tables, the Cancel button) is the server's, as of the page's load: when the run's
- * status moves on from the one it was drawn with, the page is fetched again (one request, never a
- * reload) and those parts are swapped in, so the page agrees with the header. Below the width
- * where the admin hides a table's header row, the run's tables stack: each cell is labelled
- * with its column. */
+ * The timeline is the run's one list of steps and state changes: each step is a line (kind,
+ * number, tool, a preview, figures) whose details (the text, the tool's arguments and result, a
+ * link to the step's row, the steps' actions such as "Retry from here") unfold on a click.
+ *
+ * What depends on the run's status follows the status the socket reports, at once: the badge,
+ * the page's title ("Execution <id> (<status>)", named with the page's status labels), the
+ * header's actions (Cancel goes, Replay shows when the run ends) and the steps' actions that
+ * only an ended run has. The admin's fields below (and the panels among them) are the server's,
+ * as of the page's load: when the status moves on from the one they were drawn with, the page
+ * is fetched again (one request, never a reload) and the form is swapped in. */
 (function () {
     "use strict";
 
@@ -19,11 +23,16 @@
     const BACKOFF_MAX_MS = 15000;
     const REFRESH_DELAY_MS = 300;
     const TERMINAL = ["completed", "failed", "cancelled", "timed_out"];
-    const STATUS_LABELS = {
-        pending: "Pending", running: "Running", waiting_approval: "Waiting for approval",
-        waiting_input: "Waiting for input", completed: "Completed", failed: "Failed",
-        cancelled: "Cancelled", timed_out: "Timed out",
-    };
+
+    // A JSON value the page carries in a <script type="application/json"> (json_script).
+    function pageData(id, fallback) {
+        const node = document.getElementById(id);
+        try {
+            return node ? JSON.parse(node.textContent) : fallback;
+        } catch (error) {
+            return fallback;
+        }
+    }
 
     function el(tag, className, text) {
         const node = document.createElement(tag);
@@ -56,29 +65,9 @@
         return iso ? new Date(iso).toLocaleTimeString() : "";
     }
 
-    // Each cell of the run's inline tables gets its column's name, shown beside it when the table
-    // stacks on a narrow screen (live.css): the admin hides the header row there.
-    function labelCells(scope) {
-        for (const table of scope.querySelectorAll("table.formset")) {
-            const names = Array.from(table.querySelectorAll("thead th"), (th) => th.textContent.trim());
-            for (const row of table.querySelectorAll("tr.form-row")) {
-                Array.from(row.children).forEach(function (cell, index) {
-                    if (names[index]) {
-                        cell.dataset.label = names[index];
-                    }
-                });
-            }
-        }
-    }
-
-    // The header's action list (Cancel run, Replay, History): the <ul> holding the History link.
-    function toolList(doc) {
-        const history = doc.querySelector('#header-inner a[href$="/history/"]');
-        return history ? history.closest("ul") : null;
-    }
-
-    /* Re-fetches the page and swaps in its server-rendered parts; ``onDone(status)`` gets the
-     * status they were drawn with (null when the answer was not the page, e.g. a login form). */
+    /* Re-fetches the page and swaps in its form (the fields and panels below the live view);
+     * ``onDone(status)`` gets the status it was drawn with (null when the answer was not the
+     * page, e.g. a login form). */
     function refreshPage(root, onDone) {
         const form = document.getElementById(root.dataset.form);
         fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
@@ -102,18 +91,6 @@
                         node.open = open[index];
                     }
                 });
-                const tools = toolList(document);
-                const freshTools = toolList(doc);
-                if (tools && freshTools) {
-                    tools.innerHTML = freshTools.innerHTML;
-                }
-                const title = document.querySelector("#header-inner h1");
-                const freshTitle = doc.querySelector("#header-inner h1");
-                if (title && freshTitle) {
-                    title.innerHTML = freshTitle.innerHTML;
-                }
-                document.title = doc.title;
-                labelCells(form);
                 // Scripts swapped in do not run: the diagrams are drawn by flow/diagrams.js's hook.
                 if (window.flowDiagrams) {
                     window.flowDiagrams.draw(form);
@@ -133,6 +110,10 @@
         // The inbox's pages of the item the run waits for (ids replace the zero UUID).
         const approvalUrl = root.dataset.approvalUrl || "";
         const questionUrl = root.dataset.questionUrl || "";
+        const stepsUrl = root.dataset.stepsUrl || "";
+        const labels = pageData("run-status-labels", {});
+        const stepActions = pageData("run-step-actions", []);
+        let title = root.dataset.title || ""; // the page's title as drawn: "Execution <id> (<status>)"
         let lastSeq = 0; // the last event drawn: a reconnect asks for what follows it
         let headerSeq = -1; // the snapshot's number: step costs after it are added to its totals
         let askedCall = ""; // the call waiting for a person's answer: the totals count it already
@@ -152,14 +133,40 @@
             conn.textContent = label;
         }
 
+        function label(value) {
+            return labels[value] || value;
+        }
+
+        // The title's "(<status>)" (Execution.__str__), in the breadcrumb and the window's title.
+        function setTitle(value) {
+            const fresh = title.replace(/\([^()]*\)$/, "(" + label(value).toLowerCase() + ")");
+            if (!title || fresh === title) {
+                return;
+            }
+            const crumbs = document.querySelectorAll("#header-inner h1 a, #header-inner h1 span");
+            for (const crumb of crumbs) {
+                if (crumb.textContent.trim() === title) {
+                    crumb.textContent = fresh;
+                }
+            }
+            document.title = document.title.replace(title, fresh);
+            title = fresh;
+        }
+
         function setStatus(value) {
+            const changed = value !== status;
             status = value;
             const badge = field("status");
             badge.dataset.status = value;
-            badge.textContent = STATUS_LABELS[value] || value;
+            badge.textContent = label(value);
+            setTitle(value);
             if (TERMINAL.includes(value)) {
-                // Until the refresh swaps the header's actions: an ended run cannot be cancelled.
+                // An ended run cannot be cancelled, and may be replayed.
                 document.querySelectorAll("[data-run-tool=cancel]").forEach((node) => node.remove());
+                document.querySelectorAll("[data-run-tool=replay]").forEach((node) => { node.hidden = false; });
+            }
+            if (changed) {
+                timeline.querySelectorAll(".live-step[data-step]").forEach(drawActions);
             }
             if (value !== drawnStatus) {
                 scheduleRefresh();
@@ -262,11 +269,38 @@
             return wrapper;
         }
 
+        // The links of one step (panels.RUN_STEP_ACTIONS): the step's row in the admin, and each
+        // action where its rule says it applies (flow's "Retry from here": an ended run's steps
+        // but the first).
+        function drawActions(item) {
+            const links = item.querySelector(".live-step__links");
+            const number = Number(item.dataset.step);
+            links.replaceChildren();
+            if (stepsUrl) {
+                const row = el("a", "", "Step in the admin");
+                row.href = stepsUrl + number;
+                links.append(row);
+            }
+            for (const action of stepActions) {
+                const applies = action.step_types.includes(item.dataset.stepType)
+                    && (action.first_step || number !== 1)
+                    && (!action.ended_only || TERMINAL.includes(status));
+                if (applies) {
+                    const link = el("a", "live-step__action", action.label);
+                    link.href = action.url.replace(action.placeholder, String(number));
+                    links.append(link);
+                }
+            }
+        }
+
         function drawStep(event) {
             const step = event.data;
             const item = el("li", "live-step live-step--" + step.step_type + (step.failed ? " live-step--failed" : ""));
             item.dataset.seq = event.seq;
-            const head = el("div", "live-step__head");
+            item.dataset.step = step.step_number;
+            item.dataset.stepType = step.step_type;
+            const details = el("details", "live-step__details");
+            const head = el("summary", "live-step__head");
             head.append(el("span", "live-step__kind", step.step_type));
             head.append(el("span", "live-step__number", "#" + step.step_number));
             if (step.tool_name) {
@@ -274,6 +308,10 @@
             }
             if (step.failed) {
                 head.append(el("span", "live-step__failed", "failed"));
+            }
+            const preview = step.failed ? step.error : step.text;
+            if (preview) {
+                head.append(el("span", "live-step__preview", String(preview).split("\n")[0]));
             }
             const meta = [];
             if (step.model) {
@@ -290,18 +328,23 @@
             }
             meta.push(time(step.completed_at || step.started_at));
             head.append(el("span", "live-step__meta", meta.filter(Boolean).join(" · ")));
-            item.append(head);
+            details.append(head);
+            const body = el("div", "live-step__body");
             if (step.text) {
-                item.append(el("p", "live-step__text", step.text));
+                body.append(el("p", "live-step__text", step.text));
             }
             if (step.step_type === "act") {
-                item.append(block("Arguments", step.tool_input));
+                body.append(block("Arguments", step.tool_input));
                 if (step.failed) {
-                    item.append(block("Error", step.error || step.tool_output, "error"));
+                    body.append(block("Error", step.error || step.tool_output, "error"));
                 } else if (step.tool_output !== null && step.tool_output !== undefined) {
-                    item.append(block("Result", step.tool_output));
+                    body.append(block("Result", step.tool_output));
                 }
             }
+            body.append(el("p", "live-step__links"));
+            details.append(body);
+            item.append(details);
+            drawActions(item);
             return item;
         }
 
@@ -309,7 +352,7 @@
             const data = event.data;
             const item = el("li", "live-state");
             item.dataset.seq = event.seq;
-            item.append(el("span", "live-badge live-badge--small", STATUS_LABELS[data.to_status] || data.to_status));
+            item.append(el("span", "live-badge live-badge--small", label(data.to_status)));
             item.lastChild.dataset.status = data.to_status;
             if (data.reason) {
                 item.append(el("span", "live-state__reason", data.reason));
@@ -430,10 +473,6 @@
 
     document.addEventListener("DOMContentLoaded", function () {
         const root = document.getElementById("live-run");
-        const form = root && document.getElementById(root.dataset.form);
-        if (form) {
-            labelCells(form);
-        }
         if (root && "WebSocket" in window) {
             start(root);
         }
