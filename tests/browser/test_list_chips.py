@@ -66,10 +66,10 @@ def test_chips_narrow_the_lists_and_low_risk_actions_are_approved_together(
     _at_both_widths(page, "chips-agents-paused")
 
     page.goto(f"{asgi_server.url}/approvals/")
-    page.locator(".inbox-chips a", has_text="Low").click()
+    page.locator(".list-chips a", has_text="Low").click()
     cards = page.locator(".inbox-card")
     expect(cards).to_have_count(3)
-    expect(page.locator(".inbox-chips [aria-current=true]")).to_contain_text("Low 3")
+    expect(page.locator(".list-chips [aria-current=true]")).to_contain_text("Low 3")
     _at_both_widths(page, "chips-inbox-low")
     page.locator(f"input[data-pick][value='{low[0].pk}']").check()
     page.locator(f"input[data-pick][value='{low[1].pk}']").check()
