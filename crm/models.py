@@ -293,7 +293,7 @@ class FormSubmission(AgencyOwnedModel):
     contact = models.ForeignKey(
         Contact, null=True, blank=True, on_delete=models.SET_NULL, related_name="form_submissions"
     )
-    page_url = models.URLField(max_length=1000, blank=True)
+    page_url = models.URLField("page URL", max_length=1000, blank=True)
     ip_address = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=500, blank=True)
     submitted_at = models.DateTimeField(auto_now_add=True)

@@ -150,7 +150,7 @@ class CompletenessAnalysis(AgencyOwnedModel):
         ExpectedWorkflow, null=True, on_delete=models.SET_NULL, related_name="analyses"
     )
     completeness_score = models.FloatField()  # 0.0 - 1.0
-    is_complete = models.BooleanField(default=False)
+    is_complete = models.BooleanField("complete", default=False)
 
     expected_states_visited = models.PositiveIntegerField(default=0)
     expected_states_total = models.PositiveIntegerField(default=0)

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 from agents.admin.common import COMPACT_WIDGETS, EMPTY
 from agents.admin.forms import AgentTemplateForm
 from agents.models import AgentTemplate
+from core.admin_labels import titled
 from core.admin_scoping import SharedRowsAdmin, request_agency
 
 
@@ -25,8 +26,9 @@ def from_template_url(template: AgentTemplate) -> str:
 class AgentTemplateAdmin(SharedRowsAdmin):
     form = AgentTemplateForm
     formfield_overrides = COMPACT_WIDGETS
-    list_display = ["name", "slug", "agent_type", "domain", "is_system", "llm_model"]
-    list_filter = ["agent_type", "is_system", "domain"]
+    # (agents/models/agent.py names these fields "is system" and "llm model")
+    list_display = ["name", "slug", "agent_type", "domain", "built_in", "llm"]
+    list_filter = ["agent_type", ("is_system", titled("built-in")), "domain"]
     search_fields = ["name", "slug", "description", "domain"]
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = ["is_system", "create_agent_link", "created_at", "updated_at"]
@@ -88,6 +90,14 @@ class AgentTemplateAdmin(SharedRowsAdmin):
             {"fields": ["extra_config", "created_at", "updated_at"], "classes": ["collapse"]},
         ),
     ]
+
+    @admin.display(description="Built-in", boolean=True, ordering="is_system")
+    def built_in(self, obj: AgentTemplate) -> bool:
+        return obj.is_system
+
+    @admin.display(description="LLM model", ordering="llm_model")
+    def llm(self, obj: AgentTemplate) -> str:
+        return obj.llm_model
 
     @admin.display(description="New agent")
     def create_agent_link(self, obj: AgentTemplate | None) -> SafeString | str:

@@ -42,7 +42,7 @@ class StateTransition(AgencyOwnedModel):
 
     entered_at = models.DateTimeField(default=timezone.now)
     exited_at = models.DateTimeField(null=True, blank=True)
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField("duration (ms)", null=True, blank=True)
     state_data = models.JSONField(default=dict, blank=True)  # snapshot of the run's state
 
     class Meta:
@@ -185,7 +185,7 @@ class AgentMessage(AgencyOwnedModel):
     message_type = models.CharField(max_length=24, choices=MessageType.choices)
     content = models.JSONField()
 
-    is_request = models.BooleanField(default=True)
+    is_request = models.BooleanField("asks for an answer", default=True)
     request_id = models.UUIDField(null=True, blank=True)  # links a request and its response
     in_response_to = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="responses"

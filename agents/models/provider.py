@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from agents.models.agent import ProviderName
+from agents.models.agent_choices import ProviderName
 from core import crypto
 from core.models import AgencyOwnedModel, Site
 
@@ -22,8 +22,8 @@ class LLMProvider(AgencyOwnedModel):
         Site, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
     provider_name = models.CharField(max_length=32, choices=ProviderName.choices)
-    is_active = models.BooleanField(default=True)
-    is_default = models.BooleanField(default=False)
+    is_active = models.BooleanField("active", default=True)
+    is_default = models.BooleanField("default", default=False)
 
     api_key_encrypted = crypto.EncryptedTextField(blank=True, editable=False)
     # The last four characters, so that staff can tell keys apart without seeing them.

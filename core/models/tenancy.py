@@ -43,7 +43,7 @@ class Agency(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=True)
     # A tool whose ``requires_modules`` names a module missing here is not offered to this
     # agency's agents, and a call of it is refused (tools.access).
     enabled_modules = ArrayField(
@@ -142,7 +142,7 @@ class Site(AgencyOwnedModel):
 
     name = models.CharField(max_length=200)
     domain = models.CharField(max_length=253, blank=True)
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=True)
 
     class Meta:
         ordering = ["name"]
@@ -214,7 +214,7 @@ class Event(AgencyOwnedModel):
     # Seed 004's logAutomationEvent metadata: which module and entity the event is about.
     source_module = models.CharField(max_length=100, blank=True)
     source_entity_type = models.CharField(max_length=100, blank=True)
-    source_entity_id = models.CharField(max_length=100, blank=True)
+    source_entity_id = models.CharField("source entity ID", max_length=100, blank=True)
     actor_type = models.CharField(
         max_length=16, choices=ActorType.choices, default=ActorType.SYSTEM
     )

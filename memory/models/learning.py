@@ -98,7 +98,7 @@ class LearnedPattern(AgencyOwnedModel):
     failure_count = models.PositiveIntegerField(default=0)
     source_executions = ArrayField(models.UUIDField(), default=list, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=True)
 
     class Meta:
         ordering = ["-confidence", "-updated_at"]

@@ -150,7 +150,7 @@ class Episode(AgencyOwnedModel):
     lessons_learned = ArrayField(models.TextField(), default=list, blank=True)
     should_repeat = models.BooleanField(null=True, blank=True)  # would the agent do it again?
 
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField("duration (ms)", null=True, blank=True)
     tokens_used = models.PositiveIntegerField(null=True, blank=True)
 
     # "Similar past situations" (memory.search.search_episodes), as for memories.

@@ -59,7 +59,7 @@ class McpServer(AgencyOwnedModel):
     header_names = ArrayField(
         models.CharField(max_length=100), default=list, blank=True, editable=False
     )
-    is_enabled = models.BooleanField(default=True)
+    is_enabled = models.BooleanField("enabled", default=True)
     timeout_seconds = models.PositiveIntegerField(
         default=DEFAULT_TIMEOUT_SECONDS,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TIMEOUT_SECONDS)],

@@ -66,9 +66,9 @@ class Tool(AgencyOwnedModel):
     rate_limit_per_hour = models.PositiveIntegerField(null=True, blank=True)
 
     # Dangerous tools always need a human approval before they run.
-    is_dangerous = models.BooleanField(default=False)
-    is_system = models.BooleanField(default=False)
-    is_active = models.BooleanField(default=True)
+    is_dangerous = models.BooleanField("dangerous", default=False)
+    is_system = models.BooleanField("built-in", default=False)
+    is_active = models.BooleanField("active", default=True)
 
     class Meta:
         ordering = ["category", "name"]
@@ -142,7 +142,7 @@ class ToolCall(AgencyOwnedModel):
 
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField("duration (ms)", null=True, blank=True)
     tokens_used = models.PositiveIntegerField(default=0)
 
     class Meta:
