@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet, TextField
+from django.db.models import Count, OuterRef, QuerySet, Subquery, TextField
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -28,7 +29,7 @@ from agents.admin.agent_tabs import FIELDSETS, STATS, STATS_FIELDS
 from agents.admin.common import COMPACT_WIDGETS, EMPTY
 from agents.admin.display import schedule_summary
 from agents.admin.forms import AgentForm, ToolPatternsWidget, TryItForm
-from agents.models import Agent, AgentGoal, AgentVersion
+from agents.models import Agent, AgentGoal, AgentVersion, Execution
 from agents.services import (
     agent_activate,
     agent_create,
@@ -73,7 +74,7 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     inlines = [AgentGoalInline]
     list_display = [
         "name", "site", "agent_type", "domain", "is_active", "provider", "llm",
-        "total_runs", "last_run_at",
+        "runs", "last_run_at",
     ]  # fmt: skip
     list_filter = ["agent_type", "domain", "is_active", "llm_provider"]
     list_select_related = ["site"]
@@ -101,6 +102,22 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     @admin.display(description="Model", ordering="llm_model")
     def llm(self, obj: Agent) -> str:
         return obj.llm_model
+
+    @admin.display(description="Runs", ordering="run_count")
+    def runs(self, obj: Agent) -> int:
+        """Its runs, counted as its page and the executions list count them (the agent's
+        total_runs counts only those that ended completed or failed)."""
+        return int(getattr(obj, "run_count", 0))
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
+        runs = (
+            Execution.objects.filter(agent=OuterRef("pk"))
+            .order_by()
+            .values("agent")
+            .annotate(runs=Count("id"))
+            .values("runs")
+        )
+        return super().get_queryset(request).annotate(run_count=Coalesce(Subquery(runs), 0))
 
     @admin.display(description="Tools allowed")
     def effective_tools_display(self, obj: Agent | None) -> SafeString | str:

@@ -144,3 +144,17 @@ def test_an_agency_without_runs_says_zero(site: Site, agency: Agency) -> None:
 
     assert "0 runs" in page
     assert "This agent today 0.00 USD: 0 run(s) ended" in page
+
+
+def test_the_agents_list_counts_the_same_runs(agent: Agent, site: Site) -> None:
+    client = Client()
+    client.force_login(member(site.agency, Role.STAFF))
+
+    response = client.get("/admin/agents/agent/?o=-8")  # sorted by it (the eighth column)
+
+    rows = list(response.context["cl"].result_list)
+    assert [(row.pk, row.run_count) for row in rows] == [(agent.pk, 5)]
+    content = response.content.decode()
+    cell = re.search(r'<td class="field-runs[^"]*"[^>]*>\s*(\d+)\s*</td>', content)
+    assert cell is not None
+    assert cell[1] == "5"
