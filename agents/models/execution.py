@@ -145,13 +145,15 @@ class Execution(AgencyOwnedModel):
     tokens_cache_read = models.PositiveIntegerField(default=0)
     tokens_cache_write = models.PositiveIntegerField(default=0)
     tokens_total = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    cost_usd = models.DecimalField(
+        "cost (USD)", max_digits=12, decimal_places=6, default=Decimal(0)
+    )
     llm_call_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
 
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField("duration (ms)", null=True, blank=True)
     trace_id = models.CharField(max_length=64, blank=True)  # distributed tracing
 
     class Meta:
@@ -249,13 +251,15 @@ class ExecutionStep(AgencyOwnedModel):
 
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField("duration (ms)", null=True, blank=True)
 
     tokens_input = models.PositiveIntegerField(default=0)
     tokens_output = models.PositiveIntegerField(default=0)
     tokens_cache_read = models.PositiveIntegerField(default=0)
     tokens_cache_write = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    cost_usd = models.DecimalField(
+        "cost (USD)", max_digits=12, decimal_places=6, default=Decimal(0)
+    )
 
     class Meta:
         ordering = ["execution_id", "step_number"]
