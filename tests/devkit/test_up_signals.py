@@ -107,16 +107,28 @@ def _make_run(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     return _start([*argv, f"ARGS=--port {port} --concurrency 2"], data_dir, log)
 
 
+def _listens(leader: subprocess.Popen[bytes], port: int) -> bool:
+    """One of the processes ``leader`` started listens on ``port`` (not a stranger that took
+    the free port meanwhile: another test's server answered once before this one started)."""
+    for process in psutil.Process(leader.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if any(c.laddr.port == port for c in process.net_connections("tcp")):
+                return True
+    return False
+
+
 def _wait_until_web_answers(leader: subprocess.Popen[bytes], port: int, log: Path) -> None:
     # A first start creates and migrates the database: minutes on a loaded machine.
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         assert leader.poll() is None, f"it exited early:\n{log.read_text()[-3000:]}"
         try:
-            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)  # any answer
-            return
+            if _listens(leader, port):
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)  # any answer
+                return
         except httpx.TransportError:
-            time.sleep(0.3)
+            pass
+        time.sleep(0.3)
     raise AssertionError(f"the web server never answered:\n{log.read_text()[-3000:]}")
 
 

@@ -114,10 +114,18 @@ def test_metrics_after_runs_on_two_worker_processes_are_summed_in_the_web_scrape
         for execution in executions:
             done = wait_for(execution)
             assert done.status == ExecutionStatus.COMPLETED, done.error
-        with urllib.request.urlopen(f"{web.url}/metrics", timeout=10) as response:
-            assert response.status == 200
-            assert response.headers["Cache-Control"].startswith("max-age=0")
-            samples = parse(response.read().decode())
+        # A delivery's figures are recorded when it ends, just after its run's last commit:
+        # scraped until every delivery has ended (a busy machine leaves a gap between the two).
+        deadline = time.monotonic() + 60
+        while True:
+            with urllib.request.urlopen(f"{web.url}/metrics", timeout=10) as response:
+                assert response.status == 200
+                assert response.headers["Cache-Control"].startswith("max-age=0")
+                samples = parse(response.read().decode())
+            in_progress = value(samples, "agentdesk_run_deliveries_in_progress")
+            if in_progress == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         worker_pids = {w.process.pid for w in workers if w.process is not None}
         files = sorted(private_metrics.glob("*.db"))
     finally:
