@@ -1,18 +1,8 @@
 """Agents app models, one module per concern; import them from here."""
 
 from agents.models.after_run import AfterRunWork
-from agents.models.agent import (
-    AGENT_STATS_FIELDS,
-    Agent,
-    AgentConfig,
-    AgentGoal,
-    AgentTemplate,
-    AgentType,
-    Comparison,
-    LoopAction,
-    ProviderName,
-    StuckAction,
-)
+from agents.models.agent import AGENT_STATS_FIELDS, Agent, AgentConfig
+from agents.models.agent_choices import AgentType, LoopAction, ProviderName, StuckAction
 from agents.models.execution import (
     INPUT_MAX_CHARS,
     TERMINAL_STATUSES,
@@ -36,7 +26,9 @@ from agents.models.flow import (
     StateTransition,
     TransitionType,
 )
+from agents.models.goal import AgentGoal, Comparison
 from agents.models.provider import LLMProvider
+from agents.models.template import AgentTemplate
 from agents.models.version import VERSIONED_FIELDS, AgentVersion
 
 __all__ = [

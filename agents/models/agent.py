@@ -1,4 +1,7 @@
-"""Agents (seed 004 ``ai_agents``), their goals and the five agent-type templates."""
+"""Agents (seed 004 ``ai_agents``): the configuration an agent and a template share
+(:class:`AgentConfig`, with its limits) and the agent of one site, with its run statistics.
+Templates are in ``template``, goals in ``goal``, the configuration's choices in
+``agent_choices``."""
 
 from __future__ import annotations
 
@@ -11,40 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from agents.models.agent_choices import AgentType, LoopAction, ProviderName, StuckAction
 from core.models import AgencyOwnedModel, Site
-
-
-class AgentType(models.TextChoices):
-    ASSISTANT = "assistant", "Assistant"  # general purpose
-    SPECIALIST = "specialist", "Specialist"  # one domain: sales, support, ...
-    ORCHESTRATOR = "orchestrator", "Orchestrator"  # delegates to other agents
-    ANALYST = "analyst", "Analyst"  # data analysis and reporting
-    GUARDIAN = "guardian", "Guardian"  # monitoring and alerting
-
-
-class ProviderName(models.TextChoices):
-    """LLM provider kinds, as the gateway in ``agents/llm`` knows them."""
-
-    OPENAI = "openai", "OpenAI"
-    ANTHROPIC = "anthropic", "Anthropic"
-    # Any server speaking the OpenAI Chat Completions API (Ollama, vLLM, llama.cpp, ...).
-    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible (local)"
-    GOOGLE = "google", "Google Gemini"
-
-
-class LoopAction(models.TextChoices):
-    """What happens to a run caught repeating itself (flow/loops.py)."""
-
-    STOP = "stop", "Stop the run"
-    ASK_HUMAN = "ask_human", "Pause and ask a person (inbox)"
-
-
-class StuckAction(models.TextChoices):
-    """What happens to a run that stays in one state longer than expected (flow/stuck.py)."""
-
-    NOTIFY = "notify", "Flag it and notify approvers"
-    CANCEL = "cancel", "Flag it, notify approvers and cancel it"
-
 
 MAX_HUMAN_TIMEOUT_MINUTES = 30 * 24 * 60  # 30 days
 MAX_CORRECTIONS = 100
@@ -286,46 +257,6 @@ class AgentConfig(models.Model):
         ]
 
 
-class AgentTemplate(AgentConfig, AgencyOwnedModel):
-    """A starting point for a new agent ("create from template").
-
-    The five agent types of seed 004 are platform templates (``agency`` NULL, ``is_system``),
-    seeded by a data migration and readable by every agency (``core.rls.allow_read_shared_rows``);
-    an agency may keep its own templates next to them. A separate model rather than an
-    ``is_template`` flag on :class:`Agent`: a template belongs to no site, is never triggered and
-    has no stats, and platform templates need a NULL agency that agents must never have.
-    """
-
-    agency = models.ForeignKey(  # type: ignore[assignment]
-        "core.Agency", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
-    )
-    slug = models.SlugField(max_length=100)
-    is_system = models.BooleanField(default=False)
-    # Goal definitions as AgentGoal field dicts; "create from template" turns them into rows.
-    goals = models.JSONField(default=list, blank=True)
-    # Seed example keys with no column: managed agents, delegation rules, report templates, ...
-    extra_config = models.JSONField(default=dict, blank=True)
-
-    class Meta:
-        ordering = ["agent_type", "name"]
-        constraints = [
-            *AgentConfig.Meta.constraints,
-            models.UniqueConstraint(
-                fields=["agency", "slug"],
-                nulls_distinct=False,
-                name="agents_agenttemplate_unique_slug",
-            ),
-            models.CheckConstraint(
-                condition=models.Q(is_system=True, agency__isnull=True)
-                | models.Q(is_system=False, agency__isnull=False),
-                name="agents_agenttemplate_system_iff_platform",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.agent_type} template)"
-
-
 # The agent's run statistics (seed 004), kept by the runtime: read-only in the admin and the API.
 AGENT_STATS_FIELDS = (
     "total_runs",
@@ -345,8 +276,13 @@ class Agent(AgentConfig, AgencyOwnedModel):
 
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
     slug = models.SlugField(max_length=100)
+    # By name: agents.models.template imports AgentConfig from this module.
     template = models.ForeignKey(
-        AgentTemplate, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
+        "agents.AgentTemplate",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="agents",
     )
 
     # The latest of its versions (agents.AgentVersion), which holds the configuration this row
@@ -428,47 +364,3 @@ class Agent(AgentConfig, AgencyOwnedModel):
             )
             if site_agency != self.agency_id:
                 raise ValidationError({"site": "The site belongs to another agency."})
-
-
-class Comparison(models.TextChoices):
-    GT = "gt", ">"
-    GTE = "gte", "≥"
-    LT = "lt", "<"
-    LTE = "lte", "≤"
-    EQ = "eq", "="
-
-
-class AgentGoal(AgencyOwnedModel):
-    """One goal of an agent with its success criterion (seed 004 ``ai_agent_goals``)."""
-
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="goals")
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
-    priority = models.PositiveSmallIntegerField(default=5)  # 1-10, higher = more important
-
-    success_metric = models.CharField(max_length=100, blank=True)  # "conversion_rate", ...
-    target_value = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
-    comparison = models.CharField(max_length=3, choices=Comparison.choices, blank=True)
-
-    is_recurring = models.BooleanField(default=True)
-    deadline = models.DateTimeField(null=True, blank=True)
-
-    current_value = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
-    is_achieved = models.BooleanField(default=False)
-    achieved_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-priority", "created_at"]
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(priority__gte=1, priority__lte=10),
-                name="agents_agentgoal_priority_range",
-            ),
-            models.CheckConstraint(
-                condition=models.Q(comparison__in=[*Comparison.values, ""]),
-                name="agents_agentgoal_comparison_valid",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
