@@ -39,6 +39,7 @@ from agents.services import (
     agent_update,
 )
 from agents.services.agents import EDITABLE_FIELDS
+from core.admin_labels import titled
 from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin, StackedInline, request_agency
 
 PATTERN_FIELDS = ("allowed_tools", "denied_tools")
@@ -73,10 +74,16 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     formfield_overrides = COMPACT_WIDGETS
     inlines = [AgentGoalInline]
     list_display = [
-        "name", "site", "agent_type", "domain", "is_active", "provider", "llm",
+        "name", "site", "agent_type", "domain", "active", "provider", "llm",
         "runs", "last_run_at",
     ]  # fmt: skip
-    list_filter = ["agent_type", "domain", "is_active", "llm_provider"]
+    # (agents/models/agent.py names these fields "is active" and "llm provider")
+    list_filter = [
+        "agent_type",
+        "domain",
+        ("is_active", titled("active")),
+        ("llm_provider", titled("LLM provider", admin.ChoicesFieldListFilter)),
+    ]
     list_select_related = ["site"]
     search_fields = ["name", "slug", "description", "domain", "system_prompt"]
     prepopulated_fields = {"slug": ["name"]}
@@ -98,6 +105,10 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     @admin.display(description="LLM provider", ordering="llm_provider")
     def provider(self, obj: Agent) -> str:
         return str(obj.get_llm_provider_display())
+
+    @admin.display(description="Active", boolean=True, ordering="is_active")
+    def active(self, obj: Agent) -> bool:
+        return obj.is_active
 
     @admin.display(description="Model", ordering="llm_model")
     def llm(self, obj: Agent) -> str:
