@@ -32,7 +32,7 @@ class Waiting(TypedDict):
 
     approval_id: str | None
     question_id: str | None  # a question (ask_user, or help after failures) waiting
-    tool_name: str
+    tool_name: str  # the approval's tool, or the asking call's
     # The call a person is asked to answer (ask_user): counted in the totals already, its
     # answer's step adds none.
     tool_call_id: str

@@ -54,14 +54,14 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
         )
         asked = (
             ToolCall.objects.filter(execution=execution, status=ToolCallStatus.WAITING_INPUT)
-            .values_list("tool_call_id", flat=True)
+            .values_list("tool_call_id", "tool_name")
             .first()
         )
         waiting = {
             "approval_id": str(approval.id) if approval else None,
             "question_id": (execution.input_request or {}).get("question_id"),
-            "tool_name": approval.action_type if approval else "",
-            "tool_call_id": asked or "",
+            "tool_name": approval.action_type if approval else (asked[1] if asked else ""),
+            "tool_call_id": asked[0] if asked else "",
             "input_request": execution.input_request or {},
             "wait_until": iso(execution.wait_until),
         }

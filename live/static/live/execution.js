@@ -9,6 +9,10 @@
  * The timeline is the run's one list of steps and state changes: each step is a line (kind,
  * number, tool, a preview, figures) whose details (the text, the tool's arguments and result, a
  * link to the step's row, the steps' actions such as "Retry from here") unfold on a click.
+ * A question to a person (ask_user) is drawn where it was asked, before the "Waiting for input"
+ * it parked the run with: while it waits as the call asked (from the snapshot's waiting), and
+ * its act step, written only when the answer came (the resumed run's first step), takes that
+ * place; where the answer came, the resume's state line shows it.
  *
  * What depends on the run's status follows the status the socket reports, at once: the badge,
  * the page's title ("Execution <id> (<status>)", named with the page's status labels), the
@@ -117,6 +121,7 @@
         let lastSeq = 0; // the last event drawn: a reconnect asks for what follows it
         let headerSeq = -1; // the snapshot's number: step costs after it are added to its totals
         let askedCall = ""; // the call waiting for a person's answer: the totals count it already
+        let resumedPark = null; // the "Waiting for input" line of the park the run just resumed from
         let totals = null;
         let status = field("status").dataset.status;
         let backoff = BACKOFF_MIN_MS;
@@ -222,6 +227,7 @@
         function drawSnapshot(snapshot) {
             headerSeq = snapshot.seq;
             askedCall = (snapshot.waiting && snapshot.waiting.tool_call_id) || "";
+            drawAsked(snapshot.waiting);
             totals = Object.assign({}, snapshot.totals);
             setStatus(snapshot.status);
             drawTotals();
@@ -348,10 +354,66 @@
             return item;
         }
 
+        // The question a parked run waits on, as asked (its act step comes with the answer).
+        let asked = null;
+        function drawAsked(waiting) {
+            if (!waiting || !waiting.tool_call_id || !waiting.input_request || !waiting.input_request.question) {
+                return;
+            }
+            if (asked && asked.dataset.call === waiting.tool_call_id) {
+                return;
+            }
+            asked = el("li", "live-step live-step--act live-step--asked");
+            asked.dataset.call = waiting.tool_call_id;
+            const head = el("div", "live-step__head");
+            head.append(el("span", "live-step__kind", "act"), el("code", "live-step__tool", waiting.tool_name),
+                el("span", "live-step__preview", waiting.input_request.question),
+                el("span", "live-step__meta", "asked · waiting for the answer"));
+            asked.append(head);
+            placeAsked();
+        }
+
+        // Before the park it caused: the last "Waiting for input" line once the events up to the
+        // snapshot are drawn (on connect the snapshot comes first, then what it follows).
+        function placeAsked() {
+            if (!asked || asked.isConnected || lastSeq < headerSeq) {
+                return;
+            }
+            const parks = timeline.querySelectorAll('.live-state[data-to-status="waiting_input"]');
+            if (parks.length) {
+                const park = parks[parks.length - 1];
+                park.parentNode.insertBefore(asked, park);
+            }
+        }
+
+        // The call that asked, its step written with the answer: drawn where it asked (in the
+        // place of its line as asked), the answer on the resume's line, where it came.
+        function placeAnswered(item, park, step) {
+            if (asked && asked.dataset.call === step.tool_call_id) {
+                asked.remove();
+                asked = null;
+            }
+            item.classList.add("live-step--asked");
+            const question = step.tool_input && step.tool_input.question;
+            const head = item.querySelector(".live-step__head");
+            if (question && !head.querySelector(".live-step__preview")) {
+                head.insertBefore(el("span", "live-step__preview", question), head.querySelector(".live-step__meta"));
+            }
+            park.parentNode.insertBefore(item, park);
+            const resume = park.nextElementSibling;
+            if (resume && resume.classList.contains("live-state")) {
+                const out = step.tool_output;
+                const given = step.failed ? step.error
+                    : (out && typeof out === "object" && "answer" in out ? out.answer : pretty(out));
+                resume.append(el("span", "live-state__answer", "Answer: " + String(given).split("\n")[0]));
+            }
+        }
+
         function drawStatus(event) {
             const data = event.data;
             const item = el("li", "live-state");
             item.dataset.seq = event.seq;
+            item.dataset.toStatus = data.to_status;
             item.append(el("span", "live-badge live-badge--small", label(data.to_status)));
             item.lastChild.dataset.status = data.to_status;
             if (data.reason) {
@@ -383,7 +445,14 @@
                     streaming.node.remove(); // the persisted reply replaces the streamed text
                     streaming = null;
                 }
-                append(drawStep(event));
+                const drawn = drawStep(event);
+                const park = resumedPark;
+                resumedPark = null;
+                if (park && event.data.step_type === "act" && park.isConnected) {
+                    placeAnswered(drawn, park, event.data);
+                } else {
+                    append(drawn);
+                }
                 if (totals && event.seq > headerSeq) {
                     totals.cost_usd = Number(totals.cost_usd) + Number(event.data.cost_usd || 0);
                     totals.tokens_total += (event.data.tokens_input || 0) + (event.data.tokens_output || 0);
@@ -399,8 +468,17 @@
                     drawTotals();
                 }
             } else if (event.type === "status") {
-                append(drawStatus(event));
+                const parks = timeline.querySelectorAll('.live-state[data-to-status="waiting_input"]');
+                const drawn = drawStatus(event);
+                append(drawn);
+                // A run resumed from waiting for input (to pending, then running): its next
+                // step, if an act step, is the call that asked (an ask_user written with its
+                // answer).
+                if (event.data.from_status === "waiting_input") {
+                    resumedPark = parks.length ? parks[parks.length - 1] : null;
+                }
             }
+            placeAsked();
             if (event.seq > headerSeq) {
                 // (the events replayed on connect, up to the snapshot, are past statuses: the
                 // page was drawn after them and needs no refresh for them)
