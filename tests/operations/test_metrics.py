@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import OperationalError
 from django.test import Client
 from django.test.utils import override_settings
@@ -406,6 +407,23 @@ def test_a_platform_start_removes_the_samples_of_its_last_run_only(tmp_path: Pat
 
 
 # --- recorded by the runtime in this process (the run's thread), read back by a scrape ---------
+def own_scrape() -> Samples:
+    """What this test process recorded: its own files of the metrics directory only, so that
+    runs other tests left to the suite's shared worker (it writes to the same directory) cannot
+    add to the counts."""
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    from ops.metrics import multiprocess
+
+    directory = Path(settings.PROMETHEUS_MULTIPROC_DIR)
+    files = [str(f) for f in directory.glob(f"*_{multiprocess.process_identifier()}.db")]
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in MultiProcessCollector.merge(files, accumulate=True)
+        for sample in family.samples
+    }
+
+
 def _delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return value(after, name, **labels) - value(before, name, **labels)
 
@@ -425,9 +443,9 @@ def test_a_run_refused_by_the_budget_counts_a_refusal_and_a_budget_exceeded_end(
         ModelPriceFactory.create(agency=agent.agency, model=agent.llm_model)
         BudgetFactory.create(agency=agent.agency, limit_usd=Decimal("0.000001"))
     execution = pending_execution(agent, input_text="Spend.")
-    before = scrape()
+    before = own_scrape()
     assert loop.run_execution(execution.id, agency_id=agent.agency_id) == "failed"
-    after = scrape()
+    after = own_scrape()
     assert _delta(before, after, "agentdesk_budget_refusals_total", stage="model_call") == 1
     ended = {"status": "failed", "stop_reason": StopReason.BUDGET_EXCEEDED}
     assert _delta(before, after, "agentdesk_runs_finished_total", **ended) == 1
@@ -460,12 +478,12 @@ def test_a_run_parked_by_the_providers_rate_limit_counts_a_park(
     for key in keys:
         client.set(key, 1, ex=125)
     execution = pending_execution(agent, input_text="Look.")
-    before = scrape()
+    before = own_scrape()
     try:
         outcome = loop.run_execution(execution.id, agency_id=agent.agency_id)
     finally:
         client.delete(*keys)
-    after = scrape()
+    after = own_scrape()
     assert outcome == ExecutionStatus.WAITING_INPUT
     parks = {"provider": "openai", "limit": "requests_per_minute"}
     assert _delta(before, after, "agentdesk_provider_rate_limit_parks_total", **parks) == 1
