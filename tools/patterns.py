@@ -51,11 +51,20 @@ _ALLOWED_CHARACTERS = re.compile(r"[a-z0-9_*]+")
 class InvalidPattern(ValueError):
     """A tool pattern that cannot be stored. ``str(exc)`` is a message fit for a form field."""
 
-    def __init__(self, message: str, *, pattern: str, index: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        pattern: str,
+        index: int | None = None,
+        messages: Sequence[str] = (),
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.pattern = pattern
         self.index = index  # position in the list, set by validate_patterns
+        # Each bad entry's own message, in order (validate_patterns): a list field's errors.
+        self.messages = tuple(messages) or (message,)
 
 
 def validate_pattern(pattern: str) -> None:
@@ -90,16 +99,24 @@ def validate_pattern(pattern: str) -> None:
 
 
 def validate_patterns(patterns: Iterable[str]) -> None:
-    """Validate a whole list; the error names the first bad entry's position (``exc.index``)."""
+    """Validate a whole list. The error names the first bad entry (``exc.index``, its message
+    "Entry N: ...") and carries every bad entry's own message in ``exc.messages``."""
     if isinstance(patterns, str):
         raise InvalidPattern("Tool patterns must be a list of strings.", pattern=patterns)
+    bad: list[tuple[int, InvalidPattern]] = []
     for index, pattern in enumerate(patterns):
         try:
             validate_pattern(pattern)
         except InvalidPattern as exc:
-            raise InvalidPattern(
-                f"Entry {index + 1}: {exc.message}", pattern=exc.pattern, index=index
-            ) from None
+            bad.append((index, exc))
+    if bad:
+        index, first = bad[0]
+        raise InvalidPattern(
+            f"Entry {index + 1}: {first.message}",
+            pattern=first.pattern,
+            index=index,
+            messages=[exc.message for _, exc in bad],
+        )
 
 
 @lru_cache(maxsize=1024)

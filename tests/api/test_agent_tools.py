@@ -129,3 +129,22 @@ def test_approvers_and_viewers_only_read_it(tenant_a, as_role, role) -> None:
     client = as_role(role)
     assert client.get(_url(agent)).status_code == 200
     assert client.patch(_url(agent), {"allowed_tools": ["*"]}, format="json").status_code == 403
+
+
+def test_both_endpoints_name_each_bad_pattern_alike(tenant_a, as_role) -> None:
+    """The agent's PATCH and its tools' PATCH check patterns with one validator: each bad
+    entry's message, in order, under the field."""
+    agent = _agent(tenant_a)
+    body = {"allowed_tools": ["crm_*", "crm delete", "CRM_**"], "denied_tools": ["a**"]}
+    client = as_role(Role.STAFF)
+    by_tools = fields_of(client.patch(_url(agent), body, format="json"))
+    by_agent = fields_of(client.patch(f"/api/v1/agents/{agent.id}/", body, format="json"))
+    assert by_tools == by_agent
+    assert by_tools["allowed_tools"] == [
+        "Tool pattern 'crm delete' contains whitespace; remove the spaces.",
+        "Tool pattern 'CRM_**' contains 'CMR': use lower-case letters, digits, '_' and '*' "
+        "(any run of characters), e.g. 'crm_*' or '*_send'.",
+    ]
+    assert by_tools["denied_tools"] == [
+        "Tool pattern 'a**' contains '**'; a single '*' already matches any run of characters."
+    ]

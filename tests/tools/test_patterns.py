@@ -162,6 +162,16 @@ def test_validate_patterns_reports_the_first_bad_entry() -> None:
     assert str(excinfo.value).startswith("Entry 3:")
 
 
+def test_validate_patterns_carries_every_bad_entry_message_in_order() -> None:
+    with pytest.raises(InvalidPattern) as excinfo:
+        validate_patterns(["crm_*", "crm delete", "ok", "CRM_**"])
+    assert excinfo.value.index == 1
+    assert len(excinfo.value.messages) == 2
+    assert "whitespace" in excinfo.value.messages[0]
+    assert "'CRM_**'" in excinfo.value.messages[1]
+    assert not excinfo.value.messages[0].startswith("Entry")
+
+
 def test_validate_patterns_rejects_a_bare_string() -> None:
     with pytest.raises(InvalidPattern, match="list of strings"):
         validate_patterns("crm_*")

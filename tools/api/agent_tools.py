@@ -22,8 +22,7 @@ from core.api.fields import StrictSerializer
 from core.selectors import access_object
 from tools import registry
 from tools.access import decide_tool
-from tools.api.fields import ToolPatternField
-from tools.patterns import InvalidPattern, validate_pattern
+from tools.api.fields import ToolPatternField, validate_tool_patterns
 from tools.selectors import active_tools, agency_enabled_modules
 
 NOT_INSTALLED = "not_installed"
@@ -59,6 +58,7 @@ def _patterns() -> serializers.ListField:
         child=ToolPatternField(max_length=100),
         max_length=MAX_PATTERNS,
         required=False,
+        validators=[validate_tool_patterns],
         help_text="Tool-name patterns with * wildcards ('crm_*', 'email_send'); denied wins; "
         "an empty allowed list allows nothing.",
     )
@@ -77,23 +77,6 @@ class AgentToolConfigWriteSerializer(StrictSerializer):
         max_value=MAX_CORRECTIONS,
         help_text="Failures of one tool in a run before a person is asked; 0: never ask.",
     )
-
-    def _check(self, value: list[str]) -> list[str]:
-        errors = []
-        for pattern in value:
-            try:
-                validate_pattern(pattern)
-            except InvalidPattern as exc:
-                errors.append(exc.message)
-        if errors:
-            raise serializers.ValidationError(errors)
-        return value
-
-    def validate_allowed_tools(self, value: list[str]) -> list[str]:
-        return self._check(value)
-
-    def validate_denied_tools(self, value: list[str]) -> list[str]:
-        return self._check(value)
 
 
 def tool_config(agent: Agent) -> dict[str, Any]:

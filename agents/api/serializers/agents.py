@@ -36,8 +36,7 @@ from core.api.fields import (
     documented,
 )
 from core.models import Site
-from tools.api.fields import ToolPatternField
-from tools.patterns import InvalidPattern, validate_pattern
+from tools.api.fields import ToolPatternField, validate_tool_patterns
 
 MAX_LIST_ITEMS = 100
 POSITIVE_FIELDS = (
@@ -105,10 +104,10 @@ ContextBudgetField = documented(
 
 
 def _names(
-    max_length: int, child: type[serializers.CharField] = serializers.CharField
+    max_length: int, child: type[serializers.CharField] = serializers.CharField, **options: Any
 ) -> serializers.ListField:
     return serializers.ListField(
-        child=child(max_length=max_length), max_length=MAX_LIST_ITEMS, required=False
+        child=child(max_length=max_length), max_length=MAX_LIST_ITEMS, required=False, **options
     )
 
 
@@ -168,8 +167,8 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     system_prompt = serializers.CharField(max_length=50_000)
     capabilities = _names(100)
     trigger_events = _names(200, SubscriptionField)
-    allowed_tools = _names(100, ToolPatternField)
-    denied_tools = _names(100, ToolPatternField)
+    allowed_tools = _names(100, ToolPatternField, validators=[validate_tool_patterns])
+    denied_tools = _names(100, ToolPatternField, validators=[validate_tool_patterns])
     constraints = JSONListField(required=False)
     examples = JSONListField(required=False)
     trigger_conditions = JSONObjectField(
@@ -202,23 +201,6 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
             "slug": {"required": False},
             **{name: {"min_value": 1} for name in POSITIVE_FIELDS},
         }
-
-    def _patterns(self, value: list[str]) -> list[str]:
-        errors = []
-        for pattern in value:
-            try:
-                validate_pattern(pattern)
-            except InvalidPattern as exc:
-                errors.append(exc.message)
-        if errors:
-            raise serializers.ValidationError(errors)
-        return value
-
-    def validate_allowed_tools(self, value: list[str]) -> list[str]:
-        return self._patterns(value)
-
-    def validate_denied_tools(self, value: list[str]) -> list[str]:
-        return self._patterns(value)
 
     def validate_trigger_schedule(self, value: str) -> str:
         if value:
