@@ -4,16 +4,34 @@ Playwright for Python against the real ASGI server and a real Celery worker."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
-from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Locator,
+    Page,
+    ViewportSize,
+    expect,
+    sync_playwright,
+)
 
-from core.models import User
-from tests.processes import AsgiServer
+from agents.models import Agent, Execution
+from agents.tasks import run_execution
+from approvals.models import Question
+from approvals.questions import question_answer
+from core import tenancy
+from core.models import Role, User
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, by_turn, tool_call_reply
+from tests.approvals.test_questions import ASK
+from tests.factories import MembershipFactory
+from tests.processes import AsgiServer, Worker, pending_execution
 
 CHROMIUM = os.environ.get("AGENTDESK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -59,3 +77,60 @@ def screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
+
+
+@dataclass(frozen=True)
+class WatchedRun:
+    """A run started while a staff member of its agency watched its page (``live``: the page's
+    live part)."""
+
+    agent: Agent
+    execution: Execution
+    user: User
+    page: Page
+    live: Locator
+
+    def answer(self, text: str) -> None:
+        """Answer the question the run waits on, as the watcher (the inbox's service)."""
+        with tenancy.agency_context(self.agent.agency_id):
+            question = Question.objects.get(execution_id=self.execution.id)
+            question_answer(question=question, answer=text, user_id=self.user.id)
+
+
+def watch_run(browser: Browser, server: AsgiServer, agent: Agent, input_text: str) -> WatchedRun:
+    """A new run of ``agent``, its page open and listening live, then started on the worker."""
+    execution = pending_execution(agent, input_text=input_text)
+    user = MembershipFactory.create(agency_id=agent.agency_id, role=Role.STAFF).user
+    page = logged_in(browser, server, user).new_page()
+    page.goto(f"{server.url}/admin/agents/execution/{execution.id}/change/")
+    live = page.locator("#live-run")
+    expect(live.locator("[data-conn]")).to_have_text("live")
+    run_execution.delay(str(execution.id), agency_id=str(agent.agency_id))
+    return WatchedRun(agent, execution, user, page, live)
+
+
+@pytest.fixture
+def ask_user_run(
+    browser: Browser,
+    asgi_server: AsgiServer,
+    celery_worker: Worker,
+    fake_llm_server: FakeProviderServer,
+    make_agent: Callable[..., Agent],
+) -> Callable[..., WatchedRun]:
+    """Starts a watched run that, after the model's replies ``before``, asks a question
+    (ask_user: tests.approvals.test_questions.ASK) and waits for the answer; answered, it ends
+    4 s later with "The Pro offer it is." (time to read the page before it ends)."""
+
+    def start(*before: Reply) -> WatchedRun:
+        agent = make_agent("openai", allowed_tools=["crm_search_contacts", "ask_user"], name="Alex")
+        fake_llm_server.set_responder(
+            by_turn(
+                *before,
+                tool_call_reply("ask_user", ASK),
+                Reply(text="The Pro offer it is.", latency=4),
+            ),
+            key=agent.llm_model,
+        )
+        return watch_run(browser, asgi_server, agent, "Prepare the renewal offer for Zed.")
+
+    return start

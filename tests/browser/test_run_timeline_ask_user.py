@@ -9,20 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from agents.models import Agent
-from agents.tasks import run_execution
-from approvals.models import Question
-from approvals.questions import question_answer
-from core import tenancy
-from core.models import Role
-from devkit.fake_server import FakeProviderServer
-from devkit.fake_server.script import Reply, by_turn, tool_call_reply
-from tests.approvals.test_questions import ASK, QUESTION
-from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
-from tests.factories import MembershipFactory
-from tests.processes import AsgiServer, Worker, pending_execution, wait_for
+from tests.approvals.test_questions import QUESTION
+from tests.browser.conftest import DESKTOP, PHONE, WatchedRun, screenshot
+from tests.processes import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -52,25 +43,10 @@ def _shots(page: Page, name: str) -> None:
 
 
 def test_the_question_is_drawn_where_it_was_asked_and_the_answer_where_it_came(
-    browser: Browser,
-    asgi_server: AsgiServer,
-    celery_worker: Worker,
-    fake_llm_server: FakeProviderServer,
-    make_agent: Callable[..., Agent],
+    ask_user_run: Callable[..., WatchedRun],
 ) -> None:
-    agent = make_agent("openai", allowed_tools=["ask_user"], name="Alex")
-    fake_llm_server.set_responder(
-        by_turn(tool_call_reply("ask_user", ASK), Reply(text="The Pro offer it is.", latency=2)),
-        key=agent.llm_model,
-    )
-    execution = pending_execution(agent, input_text="Prepare the renewal offer for Zed.")
-    user = MembershipFactory.create(agency_id=agent.agency_id, role=Role.STAFF).user
-    page = logged_in(browser, asgi_server, user).new_page()
-    page.goto(f"{asgi_server.url}/admin/agents/execution/{execution.id}/change/")
-    live = page.locator("#live-run")
-    expect(live.locator("[data-conn]")).to_have_text("live")
-
-    run_execution.delay(str(execution.id), agency_id=str(agent.agency_id))
+    run = ask_user_run()
+    page, live = run.page, run.live
 
     # Live, while it waits: the question before the park it caused.
     waiting = live.locator('.live-state [data-status="waiting_input"]')
@@ -81,9 +57,7 @@ def test_the_question_is_drawn_where_it_was_asked_and_the_answer_where_it_came(
     _shots(page, "waiting")  # (the reloads: the same order, drawn from the snapshot and replay)
     assert _timeline(page)[-2:] == ["act ask_user", "state waiting_input"]
 
-    with tenancy.agency_context(agent.agency_id):
-        question = Question.objects.get(execution_id=execution.id)
-        question_answer(question=question, answer="Pro", user_id=user.id)
+    run.answer("Pro")
 
     # Live, the answer's step takes the question's place; the resume's line shows the answer.
     expect(asked).to_contain_text('"answer": "Pro"', timeout=20_000)
@@ -92,7 +66,7 @@ def test_the_question_is_drawn_where_it_was_asked_and_the_answer_where_it_came(
     expect(live.locator('[data-field="status"]')).to_have_attribute(
         "data-status", "completed", timeout=20_000
     )
-    wait_for(execution)
+    wait_for(run.execution)
     # (the resume goes through pending: "question answered", which shows the answer)
     order = [
         "act ask_user",
