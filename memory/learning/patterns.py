@@ -162,6 +162,20 @@ def description(execution: Execution) -> str:
     return " ".join(execution.first_user_message().split())[:DESCRIPTION_CHARS]
 
 
+def teaches_new(execution: Execution) -> bool:
+    """Whether the run, if good, would store a new pattern rather than reinforce the agent's
+    pattern of its task type and tool sequence (or learn nothing, having used no tool): only a
+    new pattern needs the description's embedding. Precondition: the run's agency context."""
+    steps = approach(execution)
+    if not steps:
+        return False
+    return not LearnedPattern.objects.filter(
+        agent_id=execution.agent_id,
+        task_type=task_type(execution),
+        tool_sequence=[s["tool"] for s in steps],
+    ).exists()
+
+
 def pattern_learn(
     *, execution: Execution, confidence: Decimal, vector: tuple[str, list[float]] | None
 ) -> LearnedPattern | None:

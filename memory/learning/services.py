@@ -55,7 +55,11 @@ def learn_after_run(execution_id: uuid.UUID, *, agency_id: uuid.UUID) -> str:
     score, signals = quality.combine(values)
     vector = None
     if agent.learning_enabled and score >= float(agent.quality_threshold):
-        vector = patterns.embedded(patterns.description(execution), agency_id=agency_id)
+        # Embedded only for a pattern it will store: a repeat reinforces one (no vector used).
+        with tenancy.agency_context(agency_id):
+            new = patterns.teaches_new(execution)
+        if new:
+            vector = patterns.embedded(patterns.description(execution), agency_id=agency_id)
     with tenancy.agency_context(agency_id):
         row = RunQuality(
             agency_id=agency_id,
@@ -98,7 +102,7 @@ def _learn(
     if not agent.learning_enabled:
         return
     if good and row.pattern_id is None:
-        if vector is None:
+        if vector is None and patterns.teaches_new(execution):
             vector = patterns.embedded(patterns.description(execution), agency_id=row.agency_id)
         confidence = Decimal(str(round(max(row.score, 0.7), 2)))
         learned = patterns.pattern_learn(execution=execution, confidence=confidence, vector=vector)

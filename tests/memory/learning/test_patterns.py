@@ -5,6 +5,7 @@ is given only its own agent's patterns."""
 from __future__ import annotations
 
 from decimal import Decimal
+from unittest import mock
 
 import pytest
 
@@ -100,6 +101,23 @@ def test_a_good_run_teaches_its_approach_and_a_repeat_reinforces_it(agent: Agent
     assert reinforced.success_count == 2
     assert reinforced.confidence == first_confidence + patterns.REINFORCE
     assert reinforced.source_executions == [first.id, second.id]
+
+
+def test_only_a_new_pattern_embeds_its_description(agent: Agent) -> None:
+    """A repeat of a learned approach reinforces the pattern and uses no vector: the after-run
+    work does not embed its description (the local model's forward pass is most of its CPU)."""
+    first = finished_run(agent)
+    with mock.patch.object(patterns.embeddings, "embed", wraps=patterns.embeddings.embed) as spy:
+        learn_after_run(first.id, agency_id=agent.agency_id)
+        assert spy.call_count == 1
+
+        second = finished_run(agent, text="Log that Grace Hopper called about the renewal.")
+        learn_after_run(second.id, agency_id=agent.agency_id)
+        assert spy.call_count == 1
+
+    (pattern,) = agent_patterns(agent)
+    assert pattern.success_count == 2
+    assert pattern.embedding is not None
 
 
 def test_nothing_is_learned_when_learning_is_off_or_the_run_used_no_tool() -> None:
