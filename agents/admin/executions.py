@@ -91,6 +91,17 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
             return f"{label}: timer until {until}"
         return label
 
+    @admin.display(description="Status")
+    def run_status(self, obj: Execution | None) -> SafeString | str:
+        """The status, kept by the live view as the socket reports it, like its badge
+        (live/static/live/execution.js): the field as the page drew it stayed "Pending" beside
+        a "Completed" badge when the page's refetch of these fields was slow or lost."""
+        if obj is None:
+            return EMPTY
+        return format_html(
+            '<span data-run-status="{}">{}</span>', obj.status, obj.get_status_display()
+        )
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         # A subquery, not a join: the changelist's count() leaves it out.
         failed = (
@@ -119,7 +130,7 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
                     "site",
                     "parent",
                     "depth",
-                    "status",
+                    "run_status",
                     "stop_reason",
                     "trigger_type",
                     "trigger_event",

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
+from agents.models import ExecutionStatus, MessageType
 from flow.diagrams.records import (
     ApprovalRow,
     ChildRunRow,
@@ -79,6 +80,14 @@ def _json(value: Any) -> str:
 def state_id(state: str) -> str:
     cleaned = _STATE_ID.sub("_", state.lower())
     return cleaned or "unknown"
+
+
+def state_label(state: str) -> str:
+    """A run's status as the run page's badge names it (ExecutionStatus's labels: "Waiting for
+    approval", not ``waiting_approval``); another word with its underscores as spaces."""
+    if state in ExecutionStatus.values:
+        return str(ExecutionStatus(state).label)
+    return state.replace("_", " ")
 
 
 # --- the sequence diagram ---------------------------------------------------------------------
@@ -160,7 +169,8 @@ def _question_lines(row: QuestionRow, who: _Participants, *, answered: bool) -> 
 def _message_lines(row: MessageRow, who: _Participants) -> list[str]:
     other = who.agent(row.agent_key, row.agent_name)
     arrow = "->>" if row.is_request else "-->>"
-    text = label(row.message_type)
+    kinds = dict(MessageType.choices)
+    text = label(kinds.get(row.message_type, row.message_type.replace("_", " ")))
     if row.outgoing:
         return [f"  A{arrow}{other}: {text}"]
     return [f"  {other}{arrow}A: {text}"]
@@ -168,7 +178,8 @@ def _message_lines(row: MessageRow, who: _Participants) -> list[str]:
 
 def _child_lines(row: ChildRunRow, who: _Participants) -> list[str]:
     other = who.agent(row.agent_key, row.agent_name)
-    return [f"  A-){other}: started run ({label(row.trigger_type)}), {label(row.status)}"]
+    status = label(state_label(row.status))
+    return [f"  A-){other}: started run ({label(row.trigger_type)}), {status}"]
 
 
 def sequence_diagram(record: FlowRecord) -> str:
@@ -198,24 +209,26 @@ def sequence_diagram(record: FlowRecord) -> str:
     for _, _, _, lines_of in sorted(events, key=lambda e: (e[0], e[1], e[2])):
         body.extend(lines_of(who))
     if record.status:
-        body.append(f"  Note over A: {label(record.status)}")
+        body.append(f"  Note over A: {label(state_label(record.status))}")
     return "\n".join(["sequenceDiagram", *who.lines, *body]) + "\n"
 
 
 # --- the state diagram ------------------------------------------------------------------------
 def _transition_label(row: TransitionRow) -> str:
+    """What moved the run (``approval_required``), in words: "approval required"."""
     if row.transition_type and row.transition_type != "normal":
-        return row.transition_type
-    return row.triggered_by
+        return row.transition_type.replace("_", " ")
+    return row.triggered_by.replace("_", " ")
 
 
 def state_diagram(transitions: Sequence[TransitionRow]) -> str:
-    """The run's states in order (StateTransition rows); an edge taken more than once is drawn
-    once with its count."""
+    """The run's states in order (StateTransition rows), each named as the run page's badge
+    names it; an edge taken more than once is drawn once with its count."""
     lines = ["stateDiagram-v2"]
     edges: dict[tuple[str, str, str], int] = {}
     order: list[tuple[str, str, str]] = []
     states: list[str] = []
+    names: dict[str, str] = {}  # a state's id: the status it stands for
     for row in sorted(transitions, key=lambda r: r.sequence):
         to = state_id(row.to_state)
         start = state_id(row.from_state) if row.from_state else "[*]"
@@ -225,6 +238,10 @@ def state_diagram(transitions: Sequence[TransitionRow]) -> str:
             edges[edge] = 0
         edges[edge] += 1
         states.extend(s for s in (start, to) if s != "[*]" and s not in states)
+        names.setdefault(to, row.to_state)
+        names.setdefault(start, row.from_state)
+    # (The ids stay generated: a state's name is a description, inert like every label.)
+    lines.extend(f'  state "{label(state_label(names[s]))}" as {s}' for s in states)
     for start, to, text in order:
         count = edges[(start, to, text)]
         shown = text + (f" ({count} times)" if count > 1 else "")

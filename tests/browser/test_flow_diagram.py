@@ -71,7 +71,8 @@ def test_the_run_page_draws_both_diagrams_offline_and_scrolls_them_on_a_phone(
     expect(sequence).to_contain_text("crm_get_contact")
     expect(sequence).to_contain_text("Scorer")
     expect(sequence).to_contain_text('<img src=x onerror="window.__pwned=1">')  # as text
-    expect(state).to_contain_text("waiting_approval")
+    expect(state).to_contain_text("Waiting for approval")  # the badge's label (not the raw name)
+    expect(state).not_to_contain_text("waiting_approval")
     assert page.locator("[data-flow-diagram] img, [data-flow-diagram] script").count() == 0
     assert page.evaluate("window.__pwned") is None
     # On a desktop the sequence fits its box; "Full size" draws it at its natural width.

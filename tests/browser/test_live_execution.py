@@ -99,7 +99,7 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     expect(page.locator("[data-run-tool=replay]")).to_be_visible()
     # One timeline: the steps are not repeated in admin tables below it.
     expect(page.locator(".inline-group")).to_have_count(0)
-    expect(page.locator('[data-flow-diagram="flow-diagram-state"]')).to_contain_text("completed")
+    expect(page.locator('[data-flow-diagram="flow-diagram-state"]')).to_contain_text("Completed")
     assert page.evaluate("window.__sameDocument") is True  # never reloaded
     finished = wait_for(execution)
     # The header adds each step's figures as its event arrives: it waits for the last one's.

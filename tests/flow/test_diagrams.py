@@ -149,23 +149,28 @@ sequenceDiagram
   T2-->>A: error smtp_down
   A->>H: Which plan: Basic or Pro?
   H-->>A: Pro
-  A->>X1: task_delegation
-  X1-->>A: result
+  A->>X1: Task delegation
+  X1-->>A: Result
   A->>M: #35;7 think
   M-->>A: Ada is a good lead.
-  Note over A: completed
+  Note over A: Completed
 """
 
 EXPECTED_STATE = """\
 stateDiagram-v2
+  state "Pending" as pending
+  state "Running" as running
+  state "Waiting for approval" as waiting_approval
+  state "Waiting for another agent" as waiting_agent
+  state "Completed" as completed
   [*] --> pending: created
   pending --> running: (2 times)
-  running --> waiting_approval: approval_required
-  waiting_approval --> pending: approval_decided
+  running --> waiting_approval: approval required
+  waiting_approval --> pending: approval decided
   running --> waiting_agent: delegated
-  waiting_agent --> pending: child_finished
+  waiting_agent --> pending: child finished
   pending --> running: retry
-  running --> completed: final_answer
+  running --> completed: final answer
   completed --> [*]
 """
 
@@ -188,8 +193,8 @@ def test_an_edge_taken_twice_without_a_label_says_so() -> None:
     ]
     rows = [TransitionRow(n, start, to) for n, (start, to) in enumerate(pairs, start=1)]
     assert state_diagram(rows) == (
-        "stateDiagram-v2\n  [*] --> pending\n  pending --> running: (2 times)\n"
-        "  running --> pending\n"
+        'stateDiagram-v2\n  state "Pending" as pending\n  state "Running" as running\n'
+        "  [*] --> pending\n  pending --> running: (2 times)\n  running --> pending\n"
     )
 
 

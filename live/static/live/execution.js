@@ -15,7 +15,8 @@
  * place; where the answer came, the resume's state line shows it.
  *
  * What depends on the run's status follows the status the socket reports, at once: the badge,
- * the page's title ("Execution <id> (<status>)", named with the page's status labels), the
+ * the Run section's Status below (data-run-status), the page's title ("Execution <id>
+ * (<status>)"), all named with the page's status labels (ExecutionStatus's), the
  * header's actions (Cancel goes, Replay shows when the run ends) and the steps' actions that
  * only an ended run has. The admin's fields below (and the panels among them) are the server's,
  * as of the page's load: when the status moves on from the one they were drawn with, the page
@@ -164,6 +165,7 @@
             const badge = field("status");
             badge.dataset.status = value;
             badge.textContent = label(value);
+            drawStatusFields();
             setTitle(value);
             if (TERMINAL.includes(value)) {
                 // An ended run cannot be cancelled, and may be replayed.
@@ -178,6 +180,15 @@
             }
         }
 
+        // The fields below that name the status (the Run section's, data-run-status) say what
+        // the badge says, whether or not the page's refetch of them has come back yet.
+        function drawStatusFields() {
+            document.querySelectorAll("[data-run-status]").forEach(function (node) {
+                node.dataset.runStatus = status;
+                node.textContent = label(status);
+            });
+        }
+
         // Several status changes in a burst (running, then waiting) cost one request.
         function scheduleRefresh() {
             if (refreshing || refreshTimer !== null) {
@@ -188,6 +199,7 @@
                 refreshing = true;
                 refreshPage(root, function (drawn) {
                     refreshing = false;
+                    drawStatusFields(); // the fields swapped in may be older than the socket
                     if (drawn === null) {
                         refreshFailures += 1;
                         if (refreshFailures < 3) {
