@@ -70,6 +70,9 @@ def test_a_run_ending_while_watched_leaves_no_stale_status_below_the_live_view(
     assert wait_for(execution).status == ExecutionStatus.COMPLETED
     expect(section).to_contain_text(agent.name)
     expect(section.get_by_text(LEFT_BEHIND)).to_have_count(0)
+    # The timeline's state changes give their reason in words, as the diagram does.
+    expect(live.locator(".live-state__reason", has_text="final answer")).to_have_count(1)
+    expect(live).not_to_contain_text("final_answer")
     _shoot(page, "ended")
     context.close()
 

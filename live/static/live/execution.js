@@ -62,6 +62,12 @@
         return "$" + (number < 0.01 && number > 0 ? number.toFixed(6) : number.toFixed(4));
     }
 
+    // A code such as a stop reason ("final_answer") in words, as the state diagram has it;
+    // free text (who claimed the run, a person's reason) as it is.
+    function words(text) {
+        return /^[a-z]+(_[a-z]+)+$/.test(text) ? text.replace(/_/g, " ") : text;
+    }
+
     function itemUrl(template, id) {
         return template.replace(/[0-]{8}-[0-]{4}-[0-]{4}-[0-]{4}-[0-]{12}/, encodeURIComponent(id));
     }
@@ -429,7 +435,7 @@
             item.append(el("span", "live-badge live-badge--small", label(data.to_status)));
             item.lastChild.dataset.status = data.to_status;
             if (data.reason) {
-                item.append(el("span", "live-state__reason", data.reason));
+                item.append(el("span", "live-state__reason", words(data.reason)));
             }
             return item;
         }
