@@ -55,5 +55,7 @@ class Snapshot(TypedDict):
     output: str
     totals: Totals
     waiting: Waiting | None
+    # The run's calls that asked a person (ask_user) by id: the seq of the park each caused.
+    asked: dict[str, int]
     started_at: str | None
     completed_at: str | None

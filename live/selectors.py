@@ -12,6 +12,8 @@ import bisect
 import uuid
 from typing import Any
 
+from django.db.models import OuterRef, Subquery
+
 from agents.lifecycle.protocol import (
     GROUP_EVENT,
     ExecutionEvent,
@@ -21,7 +23,7 @@ from agents.lifecycle.protocol import (
     step_data,
 )
 from agents.models import Execution, ExecutionStatus, ExecutionStep, StateTransition, StepType
-from approvals.models import Approval, ApprovalStatus
+from approvals.models import Approval, ApprovalStatus, QuestionKind
 from core.api.principal import Principal
 from core.selectors import access_object
 from live import protocol
@@ -84,9 +86,32 @@ def execution_snapshot(execution: Execution) -> protocol.Snapshot:
             "current_step": execution.current_step,
         },
         "waiting": waiting,
+        "asked": asked_calls(execution),
         "started_at": iso(execution.started_at),
         "completed_at": iso(execution.completed_at),
     }
+
+
+def asked_calls(execution: Execution) -> dict[str, int]:
+    """The run's calls that asked a person (ask_user), each with the ``seq`` of the park it
+    caused: the first wait for input entered once the call was made (its row's ``started_at``,
+    in the park's transaction). Its act step is written only with the answer, after that park
+    and the resume; the run page draws it before that park."""
+    park = (
+        StateTransition.objects.filter(
+            execution_id=execution.id,
+            to_state=ExecutionStatus.WAITING_INPUT,
+            entered_at__gte=OuterRef("started_at"),
+        )
+        .order_by("sequence")
+        .values("sequence")[:1]
+    )
+    calls = (
+        ToolCall.objects.filter(execution_id=execution.id, questions__kind=QuestionKind.QUESTION)
+        .annotate(park=Subquery(park))
+        .values_list("tool_call_id", "park")
+    )
+    return {call_id: seq for call_id, seq in calls if seq is not None}
 
 
 def failed_tool_calls(execution: Execution) -> int:

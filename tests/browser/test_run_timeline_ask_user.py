@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
+from agents.models import Agent
+from devkit.fake_server import FakeProviderServer
+from devkit.fake_server.script import Reply, ScriptedToolCall, by_turn
 from tests.approvals.test_questions import QUESTION
-from tests.browser.conftest import DESKTOP, PHONE, WatchedRun, screenshot
-from tests.processes import wait_for
+from tests.browser.conftest import DESKTOP, PHONE, WatchedRun, screenshot, watch_run
+from tests.processes import AsgiServer, Worker, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -85,3 +88,46 @@ def test_the_question_is_drawn_where_it_was_asked_and_the_answer_where_it_came(
     assert _timeline(page).count("act ask_user") == 1
     expect(asked).to_contain_text('"answer": "Pro"')
     expect(resumed).to_contain_text("Answer: Pro")
+
+
+def test_a_call_after_a_wait_in_the_same_reply_is_drawn_after_the_wake(
+    browser: Browser,
+    asgi_server: AsgiServer,
+    celery_worker: Worker,
+    fake_llm_server: FakeProviderServer,
+    make_agent: Callable[..., Agent],
+) -> None:
+    """Only a call that asked a person moves before its park: the next call of a reply whose
+    wait parked the run is the woken run's first step, an act step, and stays where it ran."""
+    agent = make_agent("openai", allowed_tools=["wait", "crm_search_contacts"], name="Alex")
+    calls = (
+        ScriptedToolCall("wait", {"seconds": 1}),
+        ScriptedToolCall("crm_search_contacts", {"query": "Zed"}),
+    )
+    fake_llm_server.set_responder(
+        by_turn(Reply(tool_calls=calls), Reply(text="Zed is on the Basic plan.")),
+        key=agent.llm_model,
+    )
+    run = watch_run(browser, asgi_server, agent, "Look Zed up in a second.")
+    expect(run.live.locator('[data-field="status"]')).to_have_attribute(
+        "data-status", "completed", timeout=30_000
+    )
+    wait_for(run.execution)
+    order = [
+        "think",
+        "act wait",
+        "state waiting_input",
+        "state pending",
+        "state running",
+        "act crm_search_contacts",
+        "think",
+        "state completed",
+    ]
+    answers = run.live.locator(".live-timeline .live-state__answer")
+    assert _timeline(run.page)[-8:] == order  # (it drew the search before the wait's park)
+    expect(answers).to_have_count(0)  # (it said "Answer: [...]", the search's result)
+    run.page.reload()
+    expect(run.live.locator("[data-conn]")).to_have_text("finished")
+    expect(run.live.locator('.live-state [data-status="completed"]')).to_have_count(1)
+    assert _timeline(run.page)[-8:] == order
+    expect(answers).to_have_count(0)

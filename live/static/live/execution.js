@@ -10,9 +10,10 @@
  * number, tool, a preview, figures) whose details (the text, the tool's arguments and result, a
  * link to the step's row, the steps' actions such as "Retry from here") unfold on a click.
  * A question to a person (ask_user) is drawn where it was asked, before the "Waiting for input"
- * it parked the run with: while it waits as the call asked (from the snapshot's waiting), and
- * its act step, written only when the answer came (the resumed run's first step), takes that
- * place; where the answer came, the resume's state line shows it.
+ * it parked the run with (the snapshot's asked names that park's seq by the call's id): while it
+ * waits as the call asked (from the snapshot's waiting), and its act step, written only when the
+ * answer came (after the resume), takes that place; where the answer came, the resume's state
+ * line shows it.
  *
  * What depends on the run's status follows the status the socket reports, at once: the badge,
  * the Run section's Status below (data-run-status), the page's title ("Execution <id>
@@ -128,7 +129,7 @@
         let lastSeq = 0; // the last event drawn: a reconnect asks for what follows it
         let headerSeq = -1; // the snapshot's number: step costs after it are added to its totals
         let askedCall = ""; // the call waiting for a person's answer: the totals count it already
-        let resumedPark = null; // the "Waiting for input" line of the park the run just resumed from
+        const parkOf = {}; // the calls that asked a person, by id: the seq of the park each caused
         let totals = null;
         let status = field("status").dataset.status;
         let backoff = BACKOFF_MIN_MS;
@@ -245,6 +246,7 @@
         function drawSnapshot(snapshot) {
             headerSeq = snapshot.seq;
             askedCall = (snapshot.waiting && snapshot.waiting.tool_call_id) || "";
+            Object.assign(parkOf, snapshot.asked);
             drawAsked(snapshot.waiting);
             totals = Object.assign({}, snapshot.totals);
             setStatus(snapshot.status);
@@ -391,15 +393,16 @@
             placeAsked();
         }
 
-        // Before the park it caused: the last "Waiting for input" line once the events up to the
-        // snapshot are drawn (on connect the snapshot comes first, then what it follows).
+        // The "Waiting for input" line of the park a call that asked caused, once drawn (on
+        // connect the snapshot comes first, then the events it follows); null for other calls.
+        function parkLine(callId) {
+            const seq = callId ? parkOf[callId] : undefined;
+            return seq === undefined ? null : timeline.querySelector('.live-state[data-seq="' + seq + '"]');
+        }
+
         function placeAsked() {
-            if (!asked || asked.isConnected || lastSeq < headerSeq) {
-                return;
-            }
-            const parks = timeline.querySelectorAll('.live-state[data-to-status="waiting_input"]');
-            if (parks.length) {
-                const park = parks[parks.length - 1];
+            const park = asked && !asked.isConnected ? parkLine(asked.dataset.call) : null;
+            if (park) {
                 park.parentNode.insertBefore(asked, park);
             }
         }
@@ -431,7 +434,6 @@
             const data = event.data;
             const item = el("li", "live-state");
             item.dataset.seq = event.seq;
-            item.dataset.toStatus = data.to_status;
             item.append(el("span", "live-badge live-badge--small", label(data.to_status)));
             item.lastChild.dataset.status = data.to_status;
             if (data.reason) {
@@ -464,9 +466,8 @@
                     streaming = null;
                 }
                 const drawn = drawStep(event);
-                const park = resumedPark;
-                resumedPark = null;
-                if (park && event.data.step_type === "act" && park.isConnected) {
+                const park = event.data.step_type === "act" ? parkLine(event.data.tool_call_id) : null;
+                if (park) {
                     placeAnswered(drawn, park, event.data);
                 } else {
                     append(drawn);
@@ -486,15 +487,7 @@
                     drawTotals();
                 }
             } else if (event.type === "status") {
-                const parks = timeline.querySelectorAll('.live-state[data-to-status="waiting_input"]');
-                const drawn = drawStatus(event);
-                append(drawn);
-                // A run resumed from waiting for input (to pending, then running): its next
-                // step, if an act step, is the call that asked (an ask_user written with its
-                // answer).
-                if (event.data.from_status === "waiting_input") {
-                    resumedPark = parks.length ? parks[parks.length - 1] : null;
-                }
+                append(drawStatus(event));
             }
             placeAsked();
             if (event.seq > headerSeq) {
