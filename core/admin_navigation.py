@@ -51,6 +51,14 @@ GROUPS: list[tuple[str, list[Item]]] = [
         ],
     ),
     (
+        "Evaluations",
+        [
+            ("Datasets", "dataset", "evals.Dataset"),
+            ("Test cases", "checklist", "evals.TestCase"),
+            ("Experiments", "science", "evals.Experiment"),
+        ],
+    ),
+    (
         "Approvals",
         [
             ("Approvals", "approval", "approvals.Approval"),

@@ -28,7 +28,7 @@ from core.storable import storable_json
 from ops import metrics
 from tools import checks, handler_call, registry
 from tools.calls import CallRequest, Held, ToolOutcome, tool_error
-from tools.gates import Decision, Gates, Park, Proceed, Refuse, gates
+from tools.gates import Answer, Decision, Gates, Park, Proceed, Refuse, gates
 from tools.handlers import ToolError, ToolResult
 from tools.models import ToolCall, ToolCallStatus, idempotency_key_for
 from tools.policy import ToolPolicy
@@ -64,11 +64,13 @@ def execute_tool_call(request: CallRequest, *, step_id: uuid.UUID | None = None)
             if isinstance(verdict, Park):
                 # No step yet: the act step is written when the call finally runs or is refused.
                 return _hold(request, policy, key, verdict, existing=existing, notes=notes)
-            refused = verdict
+            said: Refuse | Answer | None = verdict
         else:
-            refused = decision.refusal or _after_decision(gated, request, decision)
-        if refused is not None:
-            outcome = ToolOutcome(tool_error(refused.code, refused.message), refused.status)
+            said = decision.refusal or _after_decision(gated, request, decision)
+        if isinstance(said, Answer):  # a gate's answer (a recorded reply): the handler not run
+            outcome = ToolOutcome(said.output, said.status, notes=tuple(notes))
+        elif said is not None:
+            outcome = ToolOutcome(tool_error(said.code, said.message), said.status)
         else:
             if decision is not None and decision.arguments is not None:
                 arguments = decision.arguments  # the approver's edit wins
@@ -131,8 +133,8 @@ def _seen_before(
 
 def _before_handler(
     gated: Gates, request: CallRequest, policy: ToolPolicy, notes: list[object]
-) -> Park | Refuse | None:
-    """The first gate's park or refusal; a proceed's note is added to ``notes``."""
+) -> Park | Refuse | Answer | None:
+    """The first gate's park, refusal or answer; a proceed's note is added to ``notes``."""
     for before in gated.before_handler:
         verdict = before(request, policy)
         if isinstance(verdict, Proceed):

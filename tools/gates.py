@@ -13,7 +13,8 @@ It overrides only the hooks it needs, in the order a call meets them:
                     answer), :class:`Held` (still waiting), or None (not this gate's call)
 ``before_handler``  a call about to run the first time, offered, its modules on, its arguments
                     valid, within its rate limits: :class:`Park` (hold it for a person),
-                    :class:`Refuse`, :class:`Proceed` (run it, with a note), or None (no say)
+                    :class:`Refuse`, :class:`Answer` (its result, the handler not run),
+                    :class:`Proceed` (run it, with a note), or None (no say)
 ``after_decision``  a decided call about to run, its policy and arguments checked again: a
                     :class:`Refuse` when it may no longer run (the re-check), or None
 ``after_handler``   the handler ran: :class:`Park` to hold the call (ask_user: the person's
@@ -74,6 +75,15 @@ class Refuse:
 
 
 @dataclass(frozen=True, slots=True)
+class Answer:
+    """The call does not run: ``output`` is its result, recorded with ``status`` as if its
+    handler had returned it (evals' experiments answer calls from a recorded run)."""
+
+    output: dict[str, Any]
+    status: str = ToolCallStatus.COMPLETED
+
+
+@dataclass(frozen=True, slots=True)
 class Proceed:
     """The call may run, and ``note`` says why (it rides on the outcome's ``notes`` for the run
     plugins: a risk rule that matched and let the call run is flow's decision point)."""
@@ -111,7 +121,7 @@ class ToolGate:
 
     def before_handler(
         self, request: CallRequest, policy: ToolPolicy
-    ) -> Park | Refuse | Proceed | None:
+    ) -> Park | Refuse | Answer | Proceed | None:
         """A call about to run for the first time."""
         return None
 
@@ -135,7 +145,9 @@ class Gates:
     (empty: the executor does nothing there)."""
 
     resumed: tuple[Callable[[CallRequest, ToolCall], Resumed | None], ...]
-    before_handler: tuple[Callable[[CallRequest, ToolPolicy], Park | Refuse | Proceed | None], ...]
+    before_handler: tuple[
+        Callable[[CallRequest, ToolPolicy], Park | Refuse | Answer | Proceed | None], ...
+    ]
     after_decision: tuple[Callable[[CallRequest, Decision], Refuse | None], ...]
     after_handler: tuple[Callable[[CallRequest, ToolPolicy, ToolOutcome], Park | None], ...]
 

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "teams",  # delegate_to_agent: agents handing sub-tasks to each other
     "members",  # invitations (the membership itself is core's)
     "webhooks",  # inbound signed webhooks that start agent runs
+    "evals",  # test cases, datasets and experiments (README "Evaluations")
     "channels",
     # The admin theme; before django.contrib.admin so that its templates win.
     "unfold",
@@ -410,6 +411,7 @@ AGENTDESK_RUN_PLUGINS = env.list(
         "teams.run_plugin.TeamsPlugin",  # a delegated run's tools, limits and budget share
         "memory.run_plugin.MemoryPlugin",  # recall, learned patterns, investigations
         "approvals.run_plugin.ApprovalsPlugin",  # self-correction questions
+        "evals.run_plugin.EvaluationPlugin",  # an experiment's run: its version, its recording
     ],
 )
 # What may hold a tool call for a person, or refuse it, around its handler (tools/gates.py,
@@ -418,6 +420,9 @@ AGENTDESK_RUN_PLUGINS = env.list(
 AGENTDESK_TOOL_GATES = env.list(
     "AGENTDESK_TOOL_GATES",
     default=[
+        # First: an experiment's run has its calls answered from a recording (or refused), so
+        # none runs or asks a person.
+        "evals.tool_gate.RecordedReplies",
         "approvals.tool_gate.ApprovalGate",  # risk-based approvals and their re-check, ask_user
     ],
 )
@@ -431,6 +436,7 @@ AGENTDESK_RUN_ENDED_LISTENERS = env.list(
         "approvals.run_ended.cancel_pending_decisions",  # tool calls, approvals, questions
         "memory.run_ended.record_episode",  # the run's episode (completed after the run)
         "teams.run_ended.delegation_ended",  # resume the delegating run; cancel delegated ones
+        "evals.run_ended.experiment_run_ended",  # score an experiment's run
     ],
 )
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)

@@ -19,6 +19,7 @@ from agents.models import (
 from approvals.models import Approval, RiskRule
 from core.models import Agency, Event, Membership, Site
 from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
+from evals.models import Dataset, DatasetVersion, Experiment, TestCase
 from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
 from memory.embeddings import DIMENSIONS
 from memory.learning.models import Investigation, LearnedPattern, RunQuality
@@ -43,6 +44,12 @@ from tests.crm.factories import (
     FormSubmissionFactory,
     NoteFactory,
     TaskFactory,
+)
+from tests.evals.factories import (
+    DatasetFactory,
+    DatasetVersionFactory,
+    ExperimentFactory,
+    TestCaseFactory,
 )
 from tests.factories import MembershipFactory, SiteFactory
 from tests.flow.factories import (
@@ -131,4 +138,8 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     LearnedPattern: lambda a: LearnedPatternFactory.create(agent=_agent(a)),
     RunQuality: lambda a: RunQualityFactory.create(execution=_execution(a)),
     Investigation: lambda a: InvestigationFactory.create(execution=_execution(a)),
+    Dataset: lambda a: DatasetFactory.create(agency=a),
+    DatasetVersion: lambda a: DatasetVersionFactory.create(dataset__agency=a),
+    TestCase: lambda a: TestCaseFactory.create(version__dataset__agency=a),
+    Experiment: lambda a: ExperimentFactory.create(dataset_version__dataset__agency=a),
 }

@@ -217,7 +217,7 @@ def test_the_sidebar_groups_what_each_role_may_open(
         return [html.unescape(title) for title in found]
 
     assert groups(member(agency, Role.ADMIN)) == [
-        "Agents & runs", "Run traces", "Flow analysis", "Approvals", "Memory",
+        "Agents & runs", "Run traces", "Flow analysis", "Evaluations", "Approvals", "Memory",
         "Usage & budgets", "CRM data", "Agency & access",
     ]  # fmt: skip
     assert groups(superuser)[-1] == "Schedules"

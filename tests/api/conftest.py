@@ -65,6 +65,15 @@ EXPECTED_OPERATIONS |= {
 }  # fmt: skip
 
 
+# Evaluations (issue 28, evals/): datasets and their cases, a run saved as a case, experiments.
+EXPECTED_OPERATIONS |= {
+    "datasets_list", "datasets_create", "datasets_retrieve", "datasets_cases_list",
+    "datasets_cases_create", "datasets_export", "datasets_import",
+    "executions_save_as_test_case", "experiments_list", "experiments_create",
+    "experiments_retrieve",
+}  # fmt: skip
+
+
 @dataclass
 class Tenant:
     agency: Agency

@@ -1,0 +1,154 @@
+"""Evaluations in the admin: datasets (added here; their cases come from runs, the API or a JSONL
+import), their immutable versions and cases (a case edited here is saved as a new version of its
+dataset: the one shown is never changed), and experiments with each case's score (read only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, Model, QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest, HttpResponse
+
+from agents.admin.common import ReadOnlyInline, json_display
+from core.admin_empty import EmptyState
+from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, request_agency
+from core.exceptions import ApplicationError
+from evals.models import Dataset, DatasetVersion, Experiment, ExperimentResult, TestCase
+from evals.services.datasets import dataset_case_change, dataset_create, export_jsonl
+
+_CASE_FIELDS = [
+    "name", "input", "trigger_type", "trigger_payload", "conversation", "recorded_calls",
+    "expectations",
+]  # fmt: skip
+
+
+@admin.register(Dataset)
+class DatasetAdmin(AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No dataset yet",
+        "A dataset groups test cases of an agent. Add one, then save finished runs into it "
+        "from their run page (Save as a test case), or import a JSONL file over the API.",
+    )
+    list_display = ["name", "agent", "current_version", "case_count", "updated_at"]
+    search_fields = ["name", "agent__name"]
+    list_select_related = ["agent", "current_version"]
+    fields = ["name", "agent", "description", "current_version"]
+    readonly_fields = ["current_version"]
+    actions = ["export"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).annotate(cases=Count("current_version__cases"))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        return ["current_version", "agent"] if obj is not None else ["current_version"]
+
+    @admin.display(description="Cases", ordering="cases")
+    def case_count(self, obj: Any) -> int:
+        return int(obj.cases)
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
+    ) -> None:
+        if change:
+            obj.save(update_fields=["name", "description", "updated_at"])
+            return
+        agency = request_agency(request)
+        agency_id = agency.pk if agency is not None else obj.agency_id
+        try:
+            made = dataset_create(
+                agency_id=agency_id,
+                name=obj.name,
+                agent=obj.agent,
+                description=obj.description,
+                user_id=request.user.pk,
+            )
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+            raise
+        obj.pk, obj.agency_id, obj.current_version_id = (
+            made.pk,
+            made.agency_id,
+            made.current_version_id,
+        )
+        obj.created_at, obj.updated_at = made.created_at, made.updated_at
+        obj._state.adding = False
+
+    @admin.action(description="Export the current version as JSONL")
+    def export(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> HttpResponse | None:
+        found = [d for d in queryset.select_related("current_version") if d.current_version]
+        if len(found) != 1:
+            self.message_user(request, "Choose one dataset to export.", messages.WARNING)
+            return None
+        version = found[0].current_version
+        assert version is not None
+        response = HttpResponse(export_jsonl(version), content_type="application/x-ndjson")
+        filename = f"{found[0].name}-v{version.number}.jsonl".replace('"', "")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+
+class CaseInline(ReadOnlyInline):
+    model = TestCase
+    fields = ["position", "name", "input"]
+
+
+@admin.register(DatasetVersion)
+class DatasetVersionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    list_display = ["dataset", "number", "change_summary", "created_at"]
+    list_select_related = ["dataset"]
+    search_fields = ["dataset__name"]
+    fields = readonly_fields = ("dataset", "number", "change_summary", "created_by", "created_at")
+    inlines = [CaseInline]
+
+
+@admin.register(TestCase)
+class TestCaseAdmin(AgencyScopedAdmin):
+    list_display = ["name", "version", "position", "updated_at"]
+    list_select_related = ["version__dataset"]
+    search_fields = ["name", "input", "version__dataset__name"]
+    fields = ["version", "key", *_CASE_FIELDS, "source_execution_id"]
+    readonly_fields = ["version", "key", "source_execution_id"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # from a run, the API or a JSONL import
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
+    ) -> None:
+        dataset = obj.version.dataset
+        changes = {name: form.cleaned_data[name] for name in form.changed_data}
+        version = dataset_case_change(
+            dataset=dataset, key=str(obj.key), changes=changes, user_id=request.user.pk
+        )
+        new = TestCase.objects.get(version=version, key=obj.key)
+        obj.pk = new.pk  # the page goes on with the new version's case; the old is unchanged
+        messages.info(request, f"Saved as version {version.number} of {dataset.name}.")
+
+
+class ResultInline(ReadOnlyInline):
+    model = ExperimentResult
+    checks_shown = json_display("checks", "Checks")
+    fields = ["case", "status", "execution", "steps", "tokens_total", "cost_usd", "latency_ms",
+              "unrecorded_calls", "checks_shown"]  # fmt: skip
+
+
+@admin.register(Experiment)
+class ExperimentAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No experiment yet",
+        "An experiment runs a dataset against an agent version: start one over the API or with "
+        "manage.py eval run.",
+    )
+    list_display = ["agent", "agent_version", "dataset_version", "status", "pass_rate_shown",
+                    "cost_usd", "created_at"]  # fmt: skip
+    list_filter = ["status"]
+    list_select_related = ["agent", "agent_version", "dataset_version__dataset"]
+    fields = readonly_fields = ("agent", "agent_version", "dataset_version", "status", "case_count",
+              "passed_count", "tokens_total", "cost_usd", "created_at", "finished_at")  # fmt: skip
+    inlines = [ResultInline]
+
+    @admin.display(description="Pass rate")
+    def pass_rate_shown(self, obj: Experiment) -> str:
+        return f"{obj.passed_count}/{obj.case_count}"

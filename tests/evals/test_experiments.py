@@ -1,0 +1,219 @@
+"""The headline of issue 28, through real workers and the demo model (the scripted provider on
+loopback): a case saved from a real run replays on the same version and passes; a call its
+recording lacks is refused, never run (no note, no task, no e-mail, no approval); a version
+without a tool the case needs fails, and ``manage.py eval run`` exits non-zero for it and zero
+for the version that passes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from agents.models import Agent, Execution, ExecutionStatus
+from agents.services import agent_update, execution_create
+from approvals.models import Approval
+from approvals.services import approval_decide
+from core import tenancy
+from core.models import Agency
+from crm.models import EmailMessage, Note, Task
+from devkit.demo import demo_data_seed
+from devkit.fake_server.demo import DemoModelServer
+from evals.models import Dataset, Experiment, ExperimentResult, ExperimentStatus, TestCase
+from evals.services.cases import case_save_from_execution
+from evals.services.datasets import dataset_case_change, dataset_create
+from evals.services.experiments import experiment_start
+from evals.tool_gate import UNRECORDED
+from tests.factories import AgencyFactory, SiteFactory
+from tests.processes import ROOT, Worker, wait_for
+from tools.models import ToolCall
+
+pytestmark = pytest.mark.slow
+ASK = "Follow up with Marcus Oyelaran about his demo."
+
+
+@pytest.fixture(scope="module")
+def demo_model() -> Iterator[DemoModelServer]:
+    with DemoModelServer(think_seconds=0, stream_interval=0) as server:
+        yield server
+
+
+@pytest.fixture
+def demo_agency(live_db: None, demo_model: DemoModelServer) -> Agency:
+    agency = AgencyFactory.create()
+    SiteFactory.create(agency=agency)
+    demo_data_seed(agency=agency, model_url=demo_model.openai_base_url)
+    return agency
+
+
+def _agent(agency: Agency, slug: str) -> Agent:
+    with tenancy.agency_context(agency.id):
+        return Agent.objects.get(agency=agency, slug=slug)
+
+
+def _run(agent: Agent, text: str, statuses: set[str] | None = None) -> Execution:
+    with tenancy.agency_context(agent.agency_id):
+        execution = execution_create(agent=agent, input=text)
+    assert execution is not None
+    return wait_for(execution, statuses) if statuses else wait_for(execution)
+
+
+def _dataset_of(run: Execution, agent: Agent) -> Dataset:
+    with tenancy.agency_context(agent.agency_id):
+        dataset = dataset_create(
+            agency_id=agent.agency_id, name=f"{agent.slug} cases", agent=agent, user_id=None
+        )
+        case_save_from_execution(execution=run, dataset=dataset, user_id=None)
+        return Dataset.objects.select_related("current_version").get(pk=dataset.pk)
+
+
+def _experiment(agent: Agent, dataset: Dataset, version: int | None = None) -> Experiment:
+    with tenancy.agency_context(agent.agency_id):
+        assert dataset.current_version is not None
+        started = experiment_start(
+            agent=agent, dataset_version=dataset.current_version, version_number=version
+        )
+    deadline = time.monotonic() + 90
+    while True:
+        with tenancy.agency_context(agent.agency_id):
+            experiment = Experiment.objects.get(pk=started.pk)
+        if experiment.status == ExperimentStatus.COMPLETED:
+            return experiment
+        assert time.monotonic() < deadline, "experiment still running"
+        time.sleep(0.2)
+
+
+def _writes(agency: Agency) -> tuple[int, int, int, int]:
+    with tenancy.agency_context(agency.id):
+        return (
+            Note.objects.count(),
+            Task.objects.count(),
+            EmailMessage.objects.count(),
+            Approval.objects.count(),
+        )
+
+
+def _result(experiment: Experiment) -> ExperimentResult:
+    with tenancy.agency_context(experiment.agency_id):
+        return ExperimentResult.objects.select_related("execution").get(experiment=experiment)
+
+
+def _calls(execution_id: uuid.UUID | None, agency: Agency) -> list[tuple[str, str, str]]:
+    assert execution_id is not None
+    with tenancy.agency_context(agency.id):
+        return list(
+            ToolCall.objects.filter(execution_id=execution_id)
+            .order_by("created_at")
+            .values_list("tool_name", "status", "error_code")
+        )
+
+
+def test_a_case_saved_from_a_demo_run_replays_on_a_worker_and_passes_writing_nothing(
+    demo_agency: Agency, celery_worker: Worker
+) -> None:
+    alex = _agent(demo_agency, "alex")
+    run = _run(alex, ASK)
+    assert run.status == ExecutionStatus.COMPLETED, run.error
+    dataset = _dataset_of(run, alex)
+    before = _writes(demo_agency)
+
+    experiment = _experiment(alex, dataset)
+
+    result = _result(experiment)
+    assert result.status == "passed", result.checks
+    assert [c["check"] for c in result.checks] == [
+        "must call crm_search_contacts",
+        "must call crm_get_contact",
+        "must call crm_add_note",
+        "must call task_create",
+        "ends completed",
+    ]
+    assert result.unrecorded_calls == 0
+    assert result.execution is not None
+    assert result.execution.agent_version_id == run.agent_version_id
+    assert (result.steps, result.tokens_total > 0, result.latency_ms is not None) == (
+        run.llm_call_count,
+        True,
+        True,
+    )
+    assert experiment.passed_count == experiment.case_count == 1
+    # Every call answered from the recording: the note and the task were not written again.
+    assert _writes(demo_agency) == before
+    assert [name for name, _, _ in _calls(result.execution_id, demo_agency)] == [
+        "crm_search_contacts", "crm_get_contact", "crm_add_note", "task_create",
+    ]  # fmt: skip
+
+
+def test_an_unrecorded_call_is_refused_and_no_email_leaves(
+    demo_agency: Agency, celery_worker: Worker
+) -> None:
+    sdr = _agent(demo_agency, "sdr-agent")
+    asked = _run(sdr, "Reach out to Priya Raman about her pricing question.", {"waiting_approval"})
+    with tenancy.agency_context(demo_agency.id):
+        approval = Approval.objects.get(execution=asked)
+        approval_decide(approval=approval, approve=True, user_id=None, reason="Fine.")
+    run = wait_for(asked)
+    assert run.status == ExecutionStatus.COMPLETED, run.error
+    dataset = _dataset_of(run, sdr)
+    with tenancy.agency_context(demo_agency.id):
+        case = TestCase.objects.get(version=dataset.current_version)
+        assert [c["tool"] for c in case.recorded_calls][-1] == "email_send"
+        # The recording without the e-mail: the replayed run's e-mail has no recorded reply.
+        dataset_case_change(
+            dataset=dataset,
+            key=str(case.key),
+            changes={"recorded_calls": case.recorded_calls[:-1]},
+            user_id=None,
+        )
+        dataset.refresh_from_db()
+    before = _writes(demo_agency)
+
+    experiment = _experiment(sdr, dataset)
+
+    result = _result(experiment)
+    calls = _calls(result.execution_id, demo_agency)
+    assert ("email_send", "denied", UNRECORDED) in calls, calls
+    assert result.unrecorded_calls == 1
+    assert result.status == "failed"
+    assert {c["check"]: c["passed"] for c in result.checks}["must call email_send"] is False
+    # Nothing written to the CRM, no e-mail queued or sent, no approval asked.
+    assert _writes(demo_agency) == before
+
+
+def test_a_version_without_a_needed_tool_fails_and_the_command_exits_non_zero(
+    demo_agency: Agency, celery_worker: Worker
+) -> None:
+    alex = _agent(demo_agency, "alex")
+    run = _run(alex, ASK)
+    dataset = _dataset_of(run, alex)
+    with tenancy.agency_context(demo_agency.id):
+        passing = alex.current_version
+        assert passing is not None
+        agent_update(agent=alex, denied_tools=["task_create"])
+    arguments = ["run", "--agent", str(alex.pk), "--dataset", dataset.name, "--min-pass", "0.9"]
+
+    failed = _command(*arguments)
+    assert failed.returncode == 1, failed.stderr
+    assert "FAILED" in failed.stdout
+    assert "failed: must call task_create" in failed.stdout
+    assert "Passed 0/1 (0%); needed 90%" in failed.stdout
+    assert "Below the pass rate needed." in failed.stderr
+
+    passed = _command(*arguments, "--version", str(passing.number))
+    assert passed.returncode == 0, passed.stderr
+    assert "Passed 1/1 (100%)" in passed.stdout
+
+
+def _command(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py eval`` as a CI pipeline runs it: its own process, its exit status."""
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"}
+    environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return subprocess.run(
+        [sys.executable, "manage.py", "eval", *arguments, "--timeout", "120"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
