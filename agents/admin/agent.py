@@ -39,7 +39,6 @@ from agents.services import (
     agent_update,
 )
 from agents.services.agents import EDITABLE_FIELDS
-from core.admin_labels import titled
 from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin, StackedInline, request_agency
 
 PATTERN_FIELDS = ("allowed_tools", "denied_tools")
@@ -54,7 +53,9 @@ class AgentGoalInline(ScopedInlineMixin, StackedInline):
     extra = 0
     exclude = ["agency"]
     readonly_fields = ["achieved_at"]
-    tab = True
+    # A tab of the editor, beside the prompt (admin/agents/agent/change_form.html draws it in
+    # the settings' row: unfold would draw an inline tab in a second row above them).
+    verbose_name = "goal"  # "Add another goal"
     verbose_name_plural = "Goals"
     formfield_overrides = {TextField: {"widget": UnfoldAdminExpandableTextareaWidget}}
 
@@ -74,16 +75,10 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     formfield_overrides = COMPACT_WIDGETS
     inlines = [AgentGoalInline]
     list_display = [
-        "name", "site", "agent_type", "domain", "active", "provider", "llm",
+        "name", "site", "agent_type", "domain", "is_active", "provider", "llm",
         "runs", "last_run_at",
     ]  # fmt: skip
-    # (agents/models/agent.py names these fields "is active" and "llm provider")
-    list_filter = [
-        "agent_type",
-        "domain",
-        ("is_active", titled("active")),
-        ("llm_provider", titled("LLM provider", admin.ChoicesFieldListFilter)),
-    ]
+    list_filter = ["agent_type", "domain", "is_active", "llm_provider"]
     list_select_related = ["site"]
     search_fields = ["name", "slug", "description", "domain", "system_prompt"]
     prepopulated_fields = {"slug": ["name"]}
@@ -105,10 +100,6 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     @admin.display(description="LLM provider", ordering="llm_provider")
     def provider(self, obj: Agent) -> str:
         return str(obj.get_llm_provider_display())
-
-    @admin.display(description="Active", boolean=True, ordering="is_active")
-    def active(self, obj: Agent) -> bool:
-        return obj.is_active
 
     @admin.display(description="Model", ordering="llm_model")
     def llm(self, obj: Agent) -> str:
@@ -273,6 +264,8 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
             ),
             path("tool-preview/", wrap(self.tool_preview_view), name="agents_agent_tool_preview"),
             path("<path:object_id>/run/", wrap(self.run_view), name="agents_agent_run"),
+            # Ahead of unfold's own URL of the "Try it" dialog (named agents_agent_try_it).
+            path("<path:object_id>/try_it/", wrap(self.try_it_opened_view)),
             path(
                 "<path:object_id>/versions/",
                 wrap(self.versions_view),
@@ -291,6 +284,9 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
 
     def run_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return views.run(self, request, object_id)
+
+    def try_it_opened_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return views.try_it_opened(self, request, object_id)
 
     def tool_preview_view(self, request: HttpRequest) -> HttpResponse:
         return views.tool_preview(self, request)

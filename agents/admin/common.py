@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.forms import SimpleArrayField
 from django.db.models import JSONField, Model
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
@@ -22,10 +23,21 @@ EMPTY = "-"
 # A link inside a table cell or a read-only field, coloured as the theme colours links.
 LINK = '<a href="{}" class="text-primary-600 dark:text-primary-500">{}</a>'
 
+
+class CommaListField(SimpleArrayField):
+    """A list typed as comma-separated names, shown as people write one ("a, b", not "a,b");
+    each item is stripped as it is read, so both forms save the same list."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return ", ".join(str(self.base_field.prepare_value(item)) for item in value)
+        return value
+
+
 # Agent configuration: a comma-separated list is one line, a JSON value as tall as it is (the
 # theme's defaults are a large text box for both).
 COMPACT_WIDGETS: dict[Any, dict[str, Any]] = {
-    ArrayField: {"widget": UnfoldAdminTextInputWidget},
+    ArrayField: {"widget": UnfoldAdminTextInputWidget, "form_class": CommaListField},
     JSONField: {"widget": UnfoldAdminExpandableTextareaWidget},
 }
 

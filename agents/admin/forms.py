@@ -46,11 +46,31 @@ HELP_TEXTS = {
         'list of values; all must hold. E.g. {"source": "web", "contact.country": ["DE", '
         '"AT"]}. A missing key does not match. Manual and scheduled runs ignore them.'
     ),
-    "constraints": 'JSON list of things the agent must NOT do, e.g. ["Never promise discounts"].',
-    "examples": "JSON list of few-shot examples.",
+    "constraints": (
+        'JSON list of things the agent must NOT do, e.g. ["Never promise discounts"]. Empty: none.'
+    ),
+    "examples": (
+        "JSON list of few-shot examples given to the model with the system prompt, e.g. "
+        '[{"input": "New lead from Acme", "output": "Scored 80/100, e-mail drafted"}]. Empty: '
+        "none."
+    ),
     "capabilities": "Comma-separated capability names.",
 }
-LABELS = {"llm_provider": "LLM provider", "llm_model": "LLM model", "avatar_url": "Avatar URL"}
+
+
+class JSONListField(forms.JSONField):
+    """A JSON list whose empty value is an empty box (not "[]", which reads as something
+    typed), and an emptied box is the empty list again (not null, which the column refuses)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return "" if value == [] else super().prepare_value(value)
+
+    def to_python(self, value: Any) -> Any:
+        return [] if value in self.empty_values else super().to_python(value)
+
+
+# The configuration's JSON lists (the model's help texts say what goes in them).
+JSON_LISTS = {"constraints": JSONListField, "examples": JSONListField}
 
 
 CHECKED_FIELDS = (
@@ -102,14 +122,14 @@ class AgentForm(AgentConfigForm):
         model = Agent
         fields = CHECKED_FIELDS  # the admin adds the fields of its fieldsets
         help_texts = HELP_TEXTS
-        labels = LABELS
+        field_classes = JSON_LISTS
 
 
 class AgentTemplateForm(AgentConfigForm):
     class Meta:
         model = AgentTemplate
         fields = CHECKED_FIELDS  # the admin adds the fields of its fieldsets
-        labels = LABELS
+        field_classes = {**JSON_LISTS, "goals": JSONListField}
         help_texts = {
             **HELP_TEXTS,
             "goals": 'JSON list of goals, e.g. [{"name": "Qualify leads", "priority": 8}].',

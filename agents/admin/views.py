@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.html import format_html
 
 from agents.admin.agent_panels import render_tool_preview
@@ -140,6 +141,18 @@ def try_it(
     if request.headers.get("HX-Request"):
         return HttpResponse(headers={"HX-Redirect": url})
     return HttpResponseRedirect(url)
+
+
+def try_it_opened(model_admin: AgentAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """The "Try it" dialog's URL. Its form is a fragment the agent page loads into its dialog
+    (htmx); opened on its own (a new tab, a bookmark, the address copied) it was that fragment
+    alone, with no page around it and no style: such a visit gets the "Run now" page, the same
+    form in a page of its own. The dialog's requests go on to unfold's action."""
+    if not may_run(model_admin, request):
+        raise PermissionDenied
+    if request.method == "GET" and not request.headers.get("HX-Request"):
+        return HttpResponseRedirect(reverse("admin:agents_agent_run", args=[object_id]))
+    return model_admin.try_it(request, object_id=object_id)
 
 
 def _typed_patterns(label: str, text: str, errors: list[str]) -> list[str]:

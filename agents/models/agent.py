@@ -41,7 +41,7 @@ class AgentConfig(models.Model):
 
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    avatar_url = models.URLField(max_length=500, blank=True)
+    avatar_url = models.URLField("avatar URL", max_length=500, blank=True)
     personality = models.TextField(blank=True)
     agent_type = models.CharField(max_length=20, choices=AgentType.choices)
     domain = models.CharField(max_length=100, blank=True)  # "sales", "support", "marketing", ...
@@ -56,9 +56,9 @@ class AgentConfig(models.Model):
     trigger_conditions = models.JSONField(default=dict, blank=True)
 
     llm_provider = models.CharField(
-        max_length=32, choices=ProviderName.choices, default=ProviderName.OPENAI
+        "LLM provider", max_length=32, choices=ProviderName.choices, default=ProviderName.OPENAI
     )
-    llm_model = models.CharField(max_length=100, default="gpt-4o")
+    llm_model = models.CharField("LLM model", max_length=100, default="gpt-4o")
     temperature = models.DecimalField(
         max_digits=3,
         decimal_places=2,
@@ -71,7 +71,7 @@ class AgentConfig(models.Model):
 
     max_steps_per_run = models.PositiveIntegerField(default=10)
     max_tool_calls_per_step = models.PositiveIntegerField(default=3)
-    timeout_seconds = models.PositiveIntegerField(default=120)
+    timeout_seconds = models.PositiveIntegerField("timeout (seconds)", default=120)
     max_runs_per_hour = models.PositiveIntegerField(default=60)
     max_runs_per_day = models.PositiveIntegerField(default=500)
 
@@ -81,6 +81,7 @@ class AgentConfig(models.Model):
 
     # Human in the loop (seed 004 approvals, seed 000 clarifications and self-correction).
     human_timeout_minutes = models.PositiveIntegerField(
+        "human timeout (minutes)",
         default=24 * 60,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_HUMAN_TIMEOUT_MINUTES)],
         help_text="How long an approval or a question waits for a person before it expires; "
@@ -128,6 +129,7 @@ class AgentConfig(models.Model):
         "session that a run starts with (each run adds its instruction and answer). 0: none.",
     )
     conversation_ttl_hours = models.PositiveIntegerField(
+        "conversation TTL (hours)",
         default=24,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 365)],
         help_text="A conversation nobody continued for this long is forgotten.",
@@ -158,6 +160,7 @@ class AgentConfig(models.Model):
         "or it waits for a person in the inbox (continue or stop).",
     )
     stuck_after_seconds = models.PositiveIntegerField(
+        "stuck after (seconds)",
         default=600,
         validators=[MinValueValidator(10)],
         help_text="A run in one state (running, waiting for a tool or a model) longer than "
@@ -297,8 +300,8 @@ class Agent(AgentConfig, AgencyOwnedModel):
         related_name="+",
     )
 
-    is_active = models.BooleanField(default=False)
-    is_public = models.BooleanField(default=False)  # offered in the marketplace
+    is_active = models.BooleanField("active", default=False)
+    is_public = models.BooleanField("public", default=False)  # offered in the marketplace
 
     # Stats, updated by the runtime when an execution finishes.
     total_runs = models.PositiveIntegerField(default=0)
@@ -307,7 +310,9 @@ class Agent(AgentConfig, AgencyOwnedModel):
     total_tokens_used = models.PositiveBigIntegerField(default=0)
     total_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal(0))
     total_actions_taken = models.PositiveIntegerField(default=0)
-    avg_response_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    avg_response_time_ms = models.PositiveIntegerField(
+        "average response time (ms)", null=True, blank=True
+    )
     # The sum behind avg_response_time_ms: an average kept as a rounded integer alone drifts
     # with every run, a sum gives it exactly (migration agents 0008).
     total_response_time_ms = models.PositiveBigIntegerField(default=0)

@@ -148,8 +148,8 @@ class Execution(AgencyOwnedModel):
     cost_usd = models.DecimalField(
         "cost (USD)", max_digits=12, decimal_places=6, default=Decimal(0)
     )
-    llm_call_count = models.PositiveIntegerField(default=0)
-    tool_call_count = models.PositiveIntegerField(default=0)
+    llm_call_count = models.PositiveIntegerField("LLM calls", default=0)
+    tool_call_count = models.PositiveIntegerField("tool calls", default=0)
 
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -343,6 +343,10 @@ class TriggerLog(AgencyOwnedModel):
     )
 
     class Meta:
+        # A row is one entry of the agent's trigger log ("12 trigger log entries"; the list
+        # itself is the "Trigger log", as the sidebar names it).
+        verbose_name = "trigger log entry"
+        verbose_name_plural = "trigger log entries"
         ordering = ["-triggered_at"]
         indexes = [
             # By agency, then date: its lists and the retention purge (agents/retention.py).

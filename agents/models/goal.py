@@ -28,11 +28,11 @@ class AgentGoal(AgencyOwnedModel):
     target_value = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     comparison = models.CharField(max_length=3, choices=Comparison.choices, blank=True)
 
-    is_recurring = models.BooleanField(default=True)
+    is_recurring = models.BooleanField("recurring", default=True)
     deadline = models.DateTimeField(null=True, blank=True)
 
     current_value = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
-    is_achieved = models.BooleanField(default=False)
+    is_achieved = models.BooleanField("achieved", default=False)
     achieved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

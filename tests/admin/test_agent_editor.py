@@ -101,10 +101,11 @@ def test_every_field_of_the_agent_form_is_in_exactly_one_tab(rf: Any, staff: Use
 def test_the_editor_shows_its_tabs_and_goals_beside_them(client: Client, site: Site) -> None:
     agent = AgentFactory.create(agency=site.agency, site=site)
     page = client.get(change_url(agent)).content.decode()
-    assert tabs_on(page) == [slugify(name) for name in (*TABS, STATS)]
-    assert 'href="#goals"' in page  # the goals inline is a tab of its own
+    # The goals inline is a tab of its own, in the same row, beside the prompt's.
+    with_goals = [TABS[0], "Goals", *TABS[1:]]
+    assert tabs_on(page) == [slugify(name) for name in (*with_goals, STATS)]
     add_page = client.get(admin_url(Agent, "add")).content.decode()
-    assert tabs_on(add_page) == [slugify(name) for name in TABS]  # no stats before a run
+    assert tabs_on(add_page) == [slugify(name) for name in with_goals]  # no stats before a run
 
 
 def test_a_form_error_opens_the_tab_it_is_on(client: Client, site: Site) -> None:
@@ -227,7 +228,7 @@ def test_try_it_asks_for_an_instruction_then_starts_a_run_and_opens_it(
 ) -> None:
     agent = AgentFactory.create(agency=site.agency, site=site)
     assert try_it_url(agent) in client.get(change_url(agent)).content.decode()
-    dialog = client.get(try_it_url(agent))
+    dialog = client.get(try_it_url(agent), headers={"HX-Request": "true"})  # as the page loads it
     assert dialog.status_code == 200
     assert 'name="input"' in dialog.content.decode()
 
@@ -249,6 +250,20 @@ def test_try_it_without_htmx_redirects_to_the_run(client: Client, site: Site) ->
     [execution] = executions(agent)
     assert response.status_code == 302
     assert response["Location"] == change_url(execution)
+
+
+def test_the_try_it_dialog_opened_by_its_address_is_the_run_now_page(
+    client: Client, site: Site
+) -> None:
+    # The dialog's form alone, opened in a tab of its own, was a page with no style.
+    agent = AgentFactory.create(agency=site.agency, site=site, name="Lead qualifier")
+    response = client.get(try_it_url(agent))
+    assert response.status_code == 302
+    assert response["Location"] == admin_url(Agent, "run", agent.pk)
+    page = client.get(response["Location"]).content.decode()
+    assert "Run Lead qualifier now" in page
+    assert 'name="input"' in page
+    assert executions(agent) == []
 
 
 def test_try_it_on_an_inactive_agent_starts_nothing_and_says_why(
