@@ -18,7 +18,6 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.text import Truncator
 
 from agents.admin import panels
 from agents.admin.common import changelist_link, json_display, run_link
@@ -26,7 +25,9 @@ from agents.models import Execution
 from approvals.models import Approval, ApprovalStatus, RiskRule
 from approvals.risk import assess_risk
 from approvals.risk_rules import condition_errors
+from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, SharedRowsAdmin
+from core.text import excerpt
 from tools.models import Tool
 from tools.patterns import InvalidPattern, validate_pattern
 
@@ -65,6 +66,17 @@ class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     search_fields = ["action_type", "action_description", "risk_explanation"]
     actions = None  # decisions are taken one at a time, in the inbox
     list_before_template = "approvals/admin/pending_only.html"  # says what the default hides
+    # (Shown with the default filter on too: "pending" is the list's own default, not a
+    # filter someone set, and pending_only.html above says when it hides decided ones.)
+    empty_state = EmptyState(
+        "No approval is waiting",
+        "An approval is listed here when a run wants to make a call that needs a person first "
+        "(a dangerous tool such as email_send, a matching risk rule, or one of the agent's "
+        "constraints): the run waits until an approver approves, edits or denies it in the "
+        "inbox. Decided ones are listed under Filters, by status.",
+        link_label="Open the inbox",
+        link_url_name="approvals_inbox:list",
+    )
     proposed_arguments_pretty = json_display("proposed_arguments", "Proposed arguments")
     edited_arguments_pretty = json_display("edited_arguments", "Edited arguments")
     fields = [
@@ -78,7 +90,7 @@ class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     def action_summary(self, obj: Approval) -> SafeString:
         """The call, cut to a few lines in the list; the whole of it on hover and on its page."""
         text = obj.action_description
-        return format_html('<span title="{}">{}</span>', text, Truncator(text).chars(160))
+        return format_html('<span title="{}">{}</span>', text, excerpt(text, 160))
 
     @admin.display(description="Execution")
     def execution_link(self, obj: Approval) -> SafeString | str:

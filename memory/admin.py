@@ -34,6 +34,7 @@ from agents.models import Agent
 from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from core.exceptions import ApplicationError
+from core.text import excerpt
 from memory.models import Conversation, Episode, Memory, MemoryChange
 from memory.panels import memory_panel
 from memory.search import search_memories
@@ -266,7 +267,7 @@ class MemoryChangeAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
     @admin.display(description="Why")
     def reason_short(self, obj: MemoryChange) -> str:
-        return obj.reason if len(obj.reason) <= 120 else obj.reason[:119] + "\u2026"
+        return excerpt(obj.reason, 120)
 
 
 @admin.register(Episode)

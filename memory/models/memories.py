@@ -14,6 +14,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from agents.models import Agent, Execution
 from core.models import AgencyOwnedModel, Site
+from core.text import excerpt
 
 # Full-text search of memory contents (memory.search): English stemming, so that "prefers" meets
 # "preference"; the embedding carries meaning across words and languages.
@@ -123,7 +124,7 @@ class Memory(AgencyOwnedModel):
         ]
 
     def __str__(self) -> str:
-        return f"[{self.memory_type}] {self.content[:80]}"
+        return f"[{self.memory_type}] {excerpt(self.content, 80)}"
 
 
 class EpisodeOutcome(models.TextChoices):

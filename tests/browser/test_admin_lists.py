@@ -90,6 +90,13 @@ def test_the_approvals_list_says_its_default_filter_hides_decided_ones(
     page.goto(f"{asgi_server.url}/admin/approvals/approval/")
     notice = page.locator("#approvals-pending-only")
     expect(notice).to_contain_text("Only pending approvals are listed, the default: 0 of 4.")
+    # ...and the list itself says what would be listed, not the theme's "no results".
+    empty = page.locator("#empty-state")
+    expect(empty.get_by_role("heading")).to_have_text("No approval is waiting")
+    expect(empty).to_contain_text("the run waits until an approver approves")
+    expect(empty.get_by_role("link", name="Open the inbox")).to_have_attribute(
+        "href", "/approvals/"
+    )
     _look(page, "u1-approvals-pending-only")
 
     notice.get_by_role("link", name="Show all approvals").click()
@@ -105,6 +112,7 @@ EMPTY_PAGES = {  # a new agency's empty lists, and what each says
     "memory/memory": "No memory yet",
     "members/invitation": "No invitation yet",
     "usage/budget": "No budget yet",
+    "approvals/approval": "No approval is waiting",
 }
 
 
@@ -149,7 +157,7 @@ def test_breadcrumbs_and_columns_name_sections_as_the_sidebar_does(
     expect(header).to_contain_text("Usage & budgets")
     expect(header).to_contain_text("Daily usage")
     columns = page.locator("#result_list thead").inner_text()
-    for label in ("LLM calls", "Cost (USD)", "Input tokens"):
+    for label in ("LLM calls", "Cost", "Input tokens"):
         assert label in columns, columns
     assert "Llm calls" not in columns
     expect(page.get_by_text("1 day of usage")).to_be_visible()

@@ -220,3 +220,26 @@ def test_viewers_browse_but_do_not_change(agent: Agent, agency: Agency) -> None:
     assert client.get(admin_url(Memory, "changelist")).status_code == 200
     assert client.post(admin_url(memory, "delete", memory.pk), {"post": "yes"}).status_code == 403
     assert fetch(pk=memory.pk) is not None
+
+
+def test_the_list_cuts_long_memories_and_reasons_after_a_whole_word(
+    agent: Agent, client: Client
+) -> None:
+    # The review's row: cut at 80 characters, the list read "... an outreach e-mail (“A quick
+    # idea fo".
+    content = (
+        "Sent Sofia Lindqvist (Fjord & Field Studio) an outreach e-mail (“A quick idea for "
+        "Fjord & Field”) about the 12-seat plan."
+    )
+    reason = "Merged two memories about the same contact: " + "the same fact again, " * 8
+    with tenancy.agency_context(agent.agency_id):
+        MemoryFactory.create(agent=agent, content=content, memory_type=MemoryType.OUTCOME)
+        MemoryChangeFactory.create(agent=agent, reason=reason)
+
+    memories = client.get(admin_url(Memory, "changelist")).content.decode()
+    shown = "[outcome] Sent Sofia Lindqvist (Fjord &amp; Field Studio) an outreach e-mail (“A quick"
+    assert f"{shown} idea…</a>" in memories
+    assert "idea fo" not in memories
+    changes = client.get(admin_url(MemoryChange, "changelist")).content.decode()
+    shown = reason[:119].rsplit(" ", 1)[0].rstrip(", ")
+    assert f"{shown}…" in changes
