@@ -4,6 +4,8 @@ as such; answers, hints and stops for questions. Every POST checks the role."""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import pytest
@@ -17,7 +19,13 @@ from approvals.services import approval_decide
 from core import tenancy
 from core.models import Agency, Role
 from tests.agents.factories import AgentFactory
-from tests.approvals.inbox_helpers import fetch, login, open_question, waiting_approval
+from tests.approvals.inbox_helpers import (
+    EMAIL_ARGS,
+    fetch,
+    login,
+    open_question,
+    waiting_approval,
+)
 from tests.factories import AgencyFactory
 
 pytestmark = pytest.mark.django_db
@@ -269,10 +277,34 @@ def test_the_edit_confirmation_shows_only_what_changed(agency: Agency) -> None:
     client, _ = login(agency, Role.APPROVER)
     page = body(client.post(f"{INBOX}{approval.pk}/edit/", edit_data(subject="New subject")))
     changes = page.split('class="inbox-changes"')[1].split("</dl>")[0]
-    assert "subject" in changes
+    assert "Subject" in changes
     assert "New subject" in changes
     assert "Q3 offer" in changes
-    assert "body" not in changes
+    assert "Body" not in changes
+
+
+def labels_of(page: str) -> list[str]:
+    """What a person reads for each argument: the form's labels and the rows' names."""
+    found = re.findall(r"<(?:label|dt)\b[^>]*>\s*([^<]*?)\s*(?:<|$)", page)
+    return [html.unescape(label) for label in found if label]
+
+
+def test_an_approver_reads_argument_names_in_words_on_every_page(agency: Agency) -> None:
+    # template_id: a property the tool's schema leaves untitled (as email_send does).
+    approval = waiting_approval(agency, arguments={**EMAIL_ARGS, "template_id": "welcome"})
+    client, _ = login(agency, Role.APPROVER)
+    url = f"{INBOX}{approval.pk}/edit/"
+    pages = {
+        "approval": body(client.get(f"{INBOX}{approval.pk}/")),
+        "edit": body(client.get(url)),
+        "review": body(client.post(url, edit_data(template_id="follow-up"))),
+    }
+    for name, page in pages.items():
+        labels = labels_of(page)
+        assert "Template ID" in labels, (name, labels)
+        assert [label for label in labels if label in ("template_id", "to", "subject")] == [], name
+    changes = pages["review"].split('class="inbox-changes"')[1].split("</dl>")[0]
+    assert labels_of(changes) == ["Template ID"]
 
 
 # --- questions ---------------------------------------------------------------------------------

@@ -187,6 +187,27 @@ def test_labels_and_help_texts_come_from_the_schema_and_are_escaped() -> None:
     assert "<i>" not in html
 
 
+def test_an_untitled_argument_is_labelled_with_its_name_in_words() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "template_id": {"type": "string"},
+            "contact_ids": {"type": "array", "items": {"type": "string"}},
+            "startTime": {"type": "string"},
+            "q": {"type": "string", "title": "Query"},
+        },
+    }
+    form = ArgumentsForm(schema, {"page_url": "https://example.com"})
+    labels = {name: field.label for name, field in form.fields.items()}
+    assert labels == {
+        "template_id": "Template ID",
+        "contact_ids": "Contact IDs",
+        "startTime": "Start time",
+        "q": "Query",
+        "page_url": "Page URL",  # an argument the schema does not name
+    }
+
+
 def test_line_breaks_a_browser_sends_as_crlf_come_back_as_the_model_wrote_them() -> None:
     form = bound({"to": "a@x.io\r\nb@x.io", "subject": "Q3", "body": "Hi\r\n\r\n  there\r\n"})
     assert form.is_valid(), form.errors

@@ -19,13 +19,19 @@ inferred from their value, so an edit never drops them silently.
 
 from approvals.inbox.schema_form.fields import JSONTextField, LinesField, TextField
 from approvals.inbox.schema_form.form import ArgumentsForm
-from approvals.inbox.schema_form.schema import field_order, required_order, schema_from_arguments
+from approvals.inbox.schema_form.schema import (
+    argument_label,
+    field_order,
+    required_order,
+    schema_from_arguments,
+)
 
 __all__ = [
     "ArgumentsForm",
     "JSONTextField",
     "LinesField",
     "TextField",
+    "argument_label",
     "field_order",
     "required_order",
     "schema_from_arguments",

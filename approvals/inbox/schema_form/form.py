@@ -13,6 +13,7 @@ from django.utils.html import escape
 
 from approvals.inbox.schema_form.fields import JSONTextField, LinesField, TextField
 from approvals.inbox.schema_form.schema import (
+    argument_label,
     field_order,
     infer_property,
     required_order,
@@ -68,7 +69,7 @@ class ArgumentsForm(forms.Form):
         required = name in self.required_names
         common: dict[str, Any] = {
             "required": required,
-            "label": str(spec.get("title") or name),
+            "label": argument_label(name, {"properties": {name: spec}}),
             # Django's form templates print help texts unescaped: a schema's is text.
             "help_text": escape(str(spec.get("description") or "")),
         }

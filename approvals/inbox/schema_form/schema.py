@@ -3,8 +3,17 @@ arguments when the tool has none (or for arguments it does not name), and the or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+
+from django.forms.utils import pretty_name
+
+# Parts of an argument's name a person reads in capitals ("template_id" -> "Template ID").
+ACRONYMS = {
+    word: word.upper()
+    for word in ("id", "url", "uri", "api", "crm", "sms", "html", "ip", "llm", "utc")
+} | {"ids": "IDs", "urls": "URLs"}
 
 
 def type_of(spec: Mapping[str, Any]) -> str | None:
@@ -33,6 +42,25 @@ def infer_property(value: Any) -> dict[str, Any]:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return {"type": "array", "items": {"type": "string"}}
     return {}  # an object, a mixed list, null: edited as JSON
+
+
+def argument_label(name: str, schema: Mapping[str, Any] | None = None) -> str:
+    """What an approver reads for the argument ``name``: the ``title`` the tool's schema gives
+    its property, else the name in words ("template_id" -> "Template ID", "startTime" ->
+    "Start time"), never the raw name."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    spec = properties.get(name) if isinstance(properties, Mapping) else None
+    title = spec.get("title") if isinstance(spec, Mapping) else None
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)  # camelCase
+    words = pretty_name(spaced.replace("-", " ")).split()
+    return (
+        " ".join(
+            ACRONYMS.get(w.lower()) or (w if i == 0 else w.lower()) for i, w in enumerate(words)
+        )
+        or name
+    )
 
 
 def schema_from_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from agents.models import StopReason
 from approvals.edits import approval_check_edit
 from approvals.inbox import selectors
 from approvals.inbox.forms import DenyForm
-from approvals.inbox.schema_form import ArgumentsForm
+from approvals.inbox.schema_form import ArgumentsForm, argument_label
 from approvals.inbox.views.common import argument_rows, can_decide, render_page, require_decider
 from approvals.models import Approval, ApprovalStatus
 from approvals.services import approval_decide
@@ -234,8 +234,9 @@ def _shown(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """The arguments the edit changed, added or removed, for the confirmation page."""
+def _changes(before: dict[str, Any], after: dict[str, Any], schema: Any) -> list[dict[str, Any]]:
+    """The arguments the edit changed, added or removed, for the confirmation page (named as
+    the edit form names them)."""
     rows = []
     for name in [*before, *(k for k in after if k not in before)]:
         old, new = before.get(name), after.get(name)
@@ -243,7 +244,7 @@ def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, An
             continue
         rows.append(
             {
-                "name": name,
+                "name": argument_label(name, schema),
                 "before": _shown(old) if name in before else "(not set)",
                 "after": _shown(new) if name in after else "(removed)",
             }
@@ -291,7 +292,7 @@ def approval_edit(  # noqa: PLR0911 - one return per step of the flow
                 approval_check_edit(approval=approval, arguments=edited)
         except ApplicationError as exc:
             return _refused_edit(request, form, context, exc)
-        context["changes"] = _changes(approval.proposed_arguments or {}, edited)
+        context["changes"] = _changes(approval.proposed_arguments or {}, edited, form.schema)
         context["raw_edited"] = json.dumps(edited, indent=2, ensure_ascii=False)
         return render_page(request, "approvals/inbox/edit_confirm.html", context)
     response, error = _decide(request, approval, approve=True, edited_arguments=edited)

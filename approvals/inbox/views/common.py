@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from approvals.inbox.schema_form import field_order
+from approvals.inbox.schema_form import argument_label, field_order
 from core.admin_scoping import has_role, request_membership
 from core.api.permissions import APPROVE_ROLES
 from core.models import Agency
@@ -47,8 +47,9 @@ def agency_query(request: HttpRequest, agency: Agency) -> str:
 
 
 def argument_rows(arguments: Any, schema: Any = None) -> list[dict[str, Any]]:
-    """The call's arguments as name / value rows a person reads (lists one item per line,
-    objects as indented JSON), the tool's required ones first."""
+    """The call's arguments as label / value rows a person reads (the schema's title or the
+    name in words; lists one item per line, objects as indented JSON), the tool's required ones
+    first."""
     if not isinstance(arguments, dict):
         return []
     rows = []
@@ -62,5 +63,6 @@ def argument_rows(arguments: Any, schema: Any = None) -> list[dict[str, Any]]:
         else:
             text, block = json.dumps(value), False
         count = len(value) if isinstance(value, list) else None
-        rows.append({"name": name, "text": text, "block": block, "count": count})
+        label = argument_label(name, schema)
+        rows.append({"name": label, "text": text, "block": block, "count": count})
     return rows
