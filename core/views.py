@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import connection
 from django.http import HttpRequest, HttpResponsePermanentRedirect, JsonResponse
 from django.templatetags.static import static
+from django.utils.log import log_response
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -29,7 +30,22 @@ def healthz(request: HttpRequest) -> JsonResponse:
     )
     down = [name for name, result in checks.items() if not result["ok"]]
     body = {"status": "ok" if not down else "down", "down": down, "checks": checks}
-    return JsonResponse(body, status=503 if down else 200)
+    response = JsonResponse(body, status=503 if down else 200)
+    if down:
+        # An answer, not a failure of this view: a 503 here is what a probe asks about (and
+        # every start-up says, until the worker and the database are up, at `up`'s poll each
+        # half second). Logged here at INFO, naming what is down, which marks the response as
+        # logged: Django's request logger would log it as an ERROR with no detail. Every other
+        # 5xx still goes to that logger as an error.
+        log_response(
+            "Health check answered %s: %s down",
+            response.status_code,
+            ", ".join(down),
+            response=response,
+            request=request,
+            level="info",
+        )
+    return response
 
 
 @require_GET

@@ -1,15 +1,17 @@
 from __future__ import annotations
 
+import logging
 import uuid
 
 import pytest
 from celery import Celery
 from django.conf import settings
 from django.db import OperationalError
-from django.test import Client
+from django.test import Client, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from core.health import check_celery
+from core.health import CheckResult, check_celery
+from tests.core.failing_site import FAILING_PATH
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +42,31 @@ def test_healthz_is_503_naming_celery_when_no_worker_answers(
     response = Client().get("/healthz")
     assert response.status_code == 503
     assert response.json()["down"] == ["celery"]
+
+
+def test_a_503_health_answer_is_logged_as_information_naming_what_is_down(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As during a start-up, before the database answers (the probe's own answer, not a fault).
+    down: CheckResult = {"ok": False, "error": "OperationalError: connection refused"}
+    monkeypatch.setattr("core.views.check_database", lambda connection: down)
+    monkeypatch.setattr("core.views.check_celery", lambda: {"ok": True})  # no worker here
+    with caplog.at_level(logging.INFO, logger="django.request"):
+        response = Client().get("/healthz")
+    assert response.status_code == 503
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "django.request"]
+    assert logged == [("INFO", "Health check answered 503: database down")]
+
+
+def test_any_other_server_error_is_still_logged_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = Client(raise_request_exception=False)
+    with override_settings(ROOT_URLCONF="tests.core.failing_site"):
+        response = client.get(FAILING_PATH)
+    assert response.status_code == 500
+    errors = [r for r in caplog.records if r.name == "django.request" and r.levelname == "ERROR"]
+    assert [r.getMessage() for r in errors] == [f"Internal Server Error: {FAILING_PATH}"]
 
 
 def test_the_project_app_stays_the_current_celery_app() -> None:
