@@ -99,6 +99,7 @@ def agent_model_call(
             model=model,
             usage=completion.usage,
             cost=cost,
+            purpose=purpose,  # on rows of its own: no run's cost includes it
         )
     return ModelCall(completion, model, cost=cost)
 

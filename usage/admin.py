@@ -33,19 +33,28 @@ class UsageDailyAdmin(UsageChartsMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
     csv_columns = [
         ("date", "date"), ("site", "site__name"), ("agent", "agent__name"),
         ("agent_id", "agent_id"), ("provider", "provider"), ("model", "model"),
-        ("agent_runs", "agent_runs"), ("llm_calls", "llm_calls"), ("tool_calls", "tool_calls"),
+        ("purpose", "purpose"), ("agent_runs", "agent_runs"), ("llm_calls", "llm_calls"),
+        ("tool_calls", "tool_calls"),
         ("tokens_input", "tokens_input"), ("tokens_output", "tokens_output"),
         ("tokens_cache_read", "tokens_cache_read"), ("tokens_cache_write", "tokens_cache_write"),
         ("cost_usd", "cost_usd"),
     ]  # fmt: skip
+    # "Used for": a run's own model calls (its row's cost is its runs' cost, as the run's page
+    # and the list of runs say it) apart from memory extraction and quality judging after runs.
     list_display = [
-        "date", "site", "agent", "provider", "model", "agent_runs", "llm_calls", "tool_calls",
-        "tokens_input", "tokens_output", "cost_usd",
+        "date", "site", "agent", "provider", "model", "purpose", "agent_runs", "llm_calls",
+        "tool_calls", "tokens_input", "tokens_output", "cost",
     ]  # fmt: skip
-    list_filter = ["provider", "model", ("agent", admin.RelatedOnlyFieldListFilter)]
+    list_filter = [
+        "purpose", "provider", "model", ("agent", admin.RelatedOnlyFieldListFilter),
+    ]  # fmt: skip
     list_select_related = ["site", "agent"]
     date_hierarchy = "date"
     search_fields = ["model"]
+
+    @admin.display(description="Cost", ordering="cost_usd")
+    def cost(self, obj: UsageDaily) -> str:
+        return usd(obj.cost_usd)
 
 
 @admin.register(UsagePeriod)

@@ -23,6 +23,17 @@ def today() -> datetime.date:
     return timezone.localdate()
 
 
+class UsagePurpose(models.TextChoices):
+    """What a row's model calls were for: a run's own (its steps, counted on the run), or the
+    work after a run that the budget counts too but no run's cost includes."""
+
+    RUN = "run", "Runs"
+    MEMORY_EXTRACTION = "memory_extraction", "Memory extraction (after runs)"
+    QUALITY_JUDGE = "quality_judge", "Quality judging (after runs)"
+    MEMORY_MERGE = "memory_merge", "Memory consolidation"
+    MEMORY = "memory", "Memory"
+
+
 class UsageDaily(AgencyOwnedModel):
     """Usage of one day, per agent and model (seed 004 ``ai_usage_daily``, one row per site/day).
 
@@ -46,6 +57,11 @@ class UsageDaily(AgencyOwnedModel):
     date = models.DateField()
     provider = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
+    # Runs apart from what memory and quality judging called after them: the "run" rows' cost is
+    # the sum of the ended runs' own cost (Execution.cost_usd), figure for figure.
+    purpose = models.CharField(
+        "used for", max_length=32, choices=UsagePurpose.choices, default=UsagePurpose.RUN
+    )
 
     agent_runs = models.PositiveIntegerField("runs", default=0)
     llm_calls = models.PositiveIntegerField("LLM calls", default=0)
@@ -65,7 +81,7 @@ class UsageDaily(AgencyOwnedModel):
         indexes = [models.Index(fields=["site", "-date"], name="usage_daily_site_date_idx")]
         constraints = [
             models.UniqueConstraint(
-                fields=["agency", "site", "agent", "date", "provider", "model"],
+                fields=["agency", "site", "agent", "date", "provider", "model", "purpose"],
                 nulls_distinct=False,
                 name="usage_usagedaily_unique_row",
             ),

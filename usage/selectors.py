@@ -15,7 +15,7 @@ from django.db.models.functions import Coalesce
 
 from agents.models import TERMINAL_STATUSES, Agent, Execution
 from core.models import Agency
-from usage.models import Budget, UsageDaily, today
+from usage.models import Budget, UsageDaily, UsagePurpose, today
 
 COUNTERS = (
     "agent_runs",
@@ -146,27 +146,47 @@ def spend_today(*, agency: Agency) -> TodaySpend:
     )
 
 
+def run_rows(rows: QuerySet[UsageDaily]) -> QuerySet[UsageDaily]:
+    """The rows of runs' own model calls, without what after-run work called (memory extraction,
+    quality judging): a run's end adds its own cost (Execution.cost_usd) to its day's run row, so
+    these rows' cost is their runs' cost, figure for figure."""
+    return rows.filter(purpose=UsagePurpose.RUN)
+
+
 @dataclass(frozen=True)
 class AgentSpendToday:
     ended_runs: int  # runs that ended today
-    ended_usd: Decimal
+    ended_usd: Decimal  # their own cost (the sum of their Execution.cost_usd)
     going_runs: int  # runs not ended yet (running, or waiting for a person, another agent, a time)
     going_usd: Decimal  # what they have spent so far
+    after_runs_usd: Decimal  # model calls after runs: memory extraction, quality judging
+
+    @property
+    def runs_usd(self) -> Decimal:
+        """The runs' own cost, as each run's page, the list of runs and daily usage say it."""
+        return self.ended_usd + self.going_usd
 
     @property
     def spent_usd(self) -> Decimal:
-        return self.ended_usd + self.going_usd
+        """All of it, as the daily budget counts it."""
+        return self.runs_usd + self.after_runs_usd
 
 
 def agent_spend_today(*, agent: Agent) -> AgentSpendToday:
     """What ``agent`` spent today, as the daily budget counts it (at each model call): its runs
-    that ended today (a run's usage row is written when it ends) and its runs still going, with
-    what they have spent so far (kept on their own rows, step by step). Without the second, a
-    run waiting for an answer had cost money and the agent's day still said 0. Filters on the
-    agent's agency explicitly."""
-    ended = UsageDaily.objects.filter(
-        agency_id=agent.agency_id, agent_id=agent.pk, date=today()
-    ).aggregate(runs=Coalesce(Sum("agent_runs"), 0), cost=Coalesce(Sum("cost_usd"), Decimal(0)))
+    that ended today (a run's usage row is written when it ends), its runs still going, with what
+    they have spent so far (kept on their own rows, step by step), and apart from the runs, what
+    memory extraction and quality judging called after them. Without the second, a run waiting
+    for an answer had cost money and the agent's day still said 0; without the third apart, the
+    runs' figure was above the cost of the runs it counted. Filters on the agent's agency
+    explicitly."""
+    rows = UsageDaily.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk, date=today())
+    ended = run_rows(rows).aggregate(
+        runs=Coalesce(Sum("agent_runs"), 0), cost=Coalesce(Sum("cost_usd"), Decimal(0))
+    )
+    after = rows.exclude(purpose=UsagePurpose.RUN).aggregate(
+        cost=Coalesce(Sum("cost_usd"), Decimal(0))
+    )
     going = (
         Execution.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk)
         .exclude(status__in=TERMINAL_STATUSES)
@@ -177,4 +197,5 @@ def agent_spend_today(*, agent: Agent) -> AgentSpendToday:
         ended_usd=ended["cost"],
         going_runs=going["runs"],
         going_usd=going["cost"],
+        after_runs_usd=after["cost"],
     )

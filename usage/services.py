@@ -13,7 +13,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.llm import Usage
-from usage.models import Budget
+from usage.models import Budget, UsagePurpose
 
 
 def usage_record_llm_call(
@@ -28,17 +28,19 @@ def usage_record_llm_call(
     runs: int = 0,
     llm_calls: int = 1,
     tool_calls: int = 0,
+    purpose: str = UsagePurpose.RUN,
 ) -> None:
     """Add model calls (and started runs) to today's usage row: one upsert, in the caller's
-    transaction."""
+    transaction. ``purpose``: a run's own calls (its end adds them, with the run) or what after-run
+    work called (memory extraction, quality judging), kept on rows of their own."""
     with connection.cursor() as cursor:
         cursor.execute(
             """
             INSERT INTO usage_usagedaily AS u
-                (id, agency_id, site_id, agent_id, date, provider, model, agent_runs, llm_calls,
-                 tool_calls, tokens_input, tokens_output, tokens_cache_read, tokens_cache_write,
-                 cost_usd, created_at, updated_at)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now(), now())
+                (id, agency_id, site_id, agent_id, date, provider, model, purpose, agent_runs,
+                 llm_calls, tool_calls, tokens_input, tokens_output, tokens_cache_read,
+                 tokens_cache_write, cost_usd, created_at, updated_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now(), now())
             ON CONFLICT ON CONSTRAINT usage_usagedaily_unique_row DO UPDATE SET
                 agent_runs = u.agent_runs + EXCLUDED.agent_runs,
                 llm_calls = u.llm_calls + EXCLUDED.llm_calls,
@@ -58,6 +60,7 @@ def usage_record_llm_call(
                 timezone.localdate(),
                 provider,
                 model,
+                purpose,
                 runs,
                 llm_calls,
                 tool_calls,

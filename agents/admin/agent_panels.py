@@ -8,7 +8,6 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -25,6 +24,7 @@ from tools.models import Tool
 from tools.selectors import active_tools
 from usage.models import Budget
 from usage.selectors import agent_spend_today
+from usage.templatetags.usage_format import usd
 
 PREVIEW_TEMPLATE = "admin/agents/agent/_tool_preview.html"
 
@@ -107,53 +107,66 @@ def runs_panel(agent: Agent) -> SafeString:
     )
     return format_html(
         '<span data-agent-runs="{}">{}: {}</span>'
-        "<br><span data-agent-run-totals>{} tokens, {} USD, {} tool call{}</span>",
+        "<br><span data-agent-run-totals>{} tokens, {}, {} tool call{}</span>",
         counts.total,
         total,
         parts,
         counts.tokens,
-        _usd(counts.cost_usd),
+        usd(counts.cost_usd),
         counts.tool_calls,
         "" if counts.tool_calls == 1 else "s",
     )
 
 
 def budget_panel(agent: Agent) -> SafeString:
-    """Today's spending: the agency's daily budget (shared by its agents) and this agent's part
-    (its runs' cost so far, those still going too, as the budget counts each model call)."""
+    """Today's spending: the agency's daily budget (shared by its agents) and this agent's part:
+    its runs' own cost so far (those still going too), as each run's page, the list of runs and
+    daily usage say it, and apart from it what memory and quality judging called after them (the
+    budget counts both, at each model call)."""
     today = timezone.localdate()
     budget = Budget.objects.filter(agency_id=agent.agency_id, date=today).first()
     latest = budget or Budget.objects.filter(agency_id=agent.agency_id).order_by("-date").first()
     mine = agent_spend_today(agent=agent)
     if budget is not None:
         agency_line = format_html(
-            "{} of {} USD used, {} reserved by runs in progress: {} USD left.",
-            _usd(budget.used_usd),
-            _usd(budget.limit_usd),
-            _usd(budget.reserved_usd),
-            _usd(budget.remaining_usd),
+            "{} of {} used, {} reserved by runs in progress: {} left.",
+            usd(budget.used_usd),
+            usd(budget.limit_usd),
+            usd(budget.reserved_usd),
+            usd(budget.remaining_usd),
         )
     elif latest is not None:
         agency_line = format_html(
-            "Nothing spent yet; today's limit will be {} USD (the latest one set).",
-            _usd(latest.limit_usd),
+            "Nothing spent yet; today's limit will be {} (the latest one set).",
+            usd(latest.limit_usd),
         )
     else:
         agency_line = format_html("{}", "No daily budget: runs are not limited by cost.")
     going = (
-        format_html(" ({} still going: {} USD so far)", mine.going_runs, _usd(mine.going_usd))
+        format_html(", {} still going: {} so far", mine.going_runs, usd(mine.going_usd))
         if mine.going_runs
+        else ""
+    )
+    after = (
+        format_html(
+            "; {} after them (memory extraction, quality judging): {} in all",
+            usd(mine.after_runs_usd),
+            usd(mine.spent_usd),
+        )
+        if mine.after_runs_usd
         else ""
     )
     return format_html(
         '<div class="agent-panel"><dl><dt>Agency today</dt><dd>{}</dd>'
-        "<dt>This agent today</dt><dd data-agent-spend-today>{} USD: {} run(s) ended{}</dd></dl>"
+        "<dt>This agent today</dt><dd data-agent-spend-today>"
+        "<span data-agent-runs-cost-today>{}</span> for its runs ({} ended{}){}</dd></dl>"
         "<p>Before each model call a run reserves the call's highest cost against the agency's "
         "daily budget and stops with <em>budget exceeded</em> when it does not fit. {}.</p></div>",
         agency_line,
-        _usd(mine.spent_usd),
+        usd(mine.runs_usd),
         mine.ended_runs,
         going,
+        after,
         changelist_link(Budget, "Set the daily budget"),
     )
 
@@ -162,11 +175,3 @@ def _why(row: ToolAccess) -> str:
     if not row.offered:
         return row.reason
     return f"via {row.pattern}" if row.pattern != row.tool.name else "by name"
-
-
-def _usd(amount: Decimal) -> str:
-    """Cents; an amount under a cent as it is kept (a demo run costs a fraction of one, which
-    showed as 0.00)."""
-    if 0 < abs(amount) < Decimal("0.01"):
-        return format(amount.normalize(), "f")
-    return f"{amount:.2f}"

@@ -39,6 +39,7 @@ from agents.runtime import provider_limits
 from agents.services import execution_cancel
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from tools.models import ToolCall
+from usage.templatetags.usage_format import usd
 
 AGENT_FILTER = ("agent", admin.RelatedOnlyFieldListFilter)
 
@@ -55,7 +56,7 @@ class StepToolCallInline(ReadOnlyInline):
 class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = [
         "run", "agent", "status_shown", "trigger_type", "stop_reason", "tokens_total",
-        "cost_usd", "tool_call_count", "duration_ms", "created_at",
+        "cost", "tool_call_count", "duration_ms", "created_at",
     ]  # fmt: skip
     list_display_links = ["run"]
     run = id_column("Run")
@@ -90,6 +91,11 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
         if kind == "timer":
             return f"{label}: timer until {until}"
         return label
+
+    @admin.display(description="Cost", ordering="cost_usd")
+    def cost(self, obj: Execution) -> str:
+        """As every page shows a cost (usage's usd): the run's page, the agent's, daily usage."""
+        return usd(obj.cost_usd)
 
     @admin.display(description="Status")
     def run_status(self, obj: Execution | None) -> SafeString | str:

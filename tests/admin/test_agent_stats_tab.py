@@ -89,7 +89,7 @@ def test_the_stats_tab_counts_the_runs_the_executions_list_shows(agent: Agent, s
     )
     totals = re.search(r"<span data-agent-run-totals>(.*?)</span>", content)
     assert totals is not None
-    assert totals[1] == "5000 tokens, 0.001062 USD, 0 tool calls"  # today's spend, all of it
+    assert totals[1] == "5000 tokens, $0.001062, 0 tool calls"  # today's spend, all of it
     text = _text(content)
     assert "Total runs" not in text  # the counters' 3 (completed, failed) disagreed
     assert "Total cost" not in text  # and their 0.000812, below today's spend
@@ -103,7 +103,7 @@ def test_this_agent_today_includes_a_run_still_going(agent: Agent, site: Site) -
     page = _text(client.get(change_url(agent)).content)
 
     # 0.000412 + 0.000300 + 0.000100 ended today, 0.000250 spent by the run waiting.
-    assert "This agent today 0.001062 USD: 4 run(s) ended (1 still going: 0.00025 USD so far)" in (
+    assert "This agent today $0.001062 for its runs (4 ended, 1 still going: $0.00025 so far)" in (
         page
     )
 
@@ -143,7 +143,7 @@ def test_an_agency_without_runs_says_zero(site: Site, agency: Agency) -> None:
     page = _text(client.get(change_url(agent)).content)
 
     assert "0 runs" in page
-    assert "This agent today 0.00 USD: 0 run(s) ended" in page
+    assert "This agent today $0.00 for its runs (0 ended)" in page
 
 
 def test_the_agents_list_counts_the_same_runs(agent: Agent, site: Site) -> None:

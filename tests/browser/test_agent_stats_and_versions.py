@@ -74,7 +74,7 @@ def test_the_agent_pages_runs_and_todays_spend_agree_with_its_runs(
     runs = page.locator("[data-agent-runs]")
     expect(runs).to_have_text("4 runs: 1 waiting for input · 2 completed · 1 failed")
     expect(page.locator("[data-agent-run-totals]")).to_have_text(
-        "4000 tokens, 0.001062 USD, 0 tool calls"
+        "4000 tokens, $0.001062, 0 tool calls"
     )
     expect(page.get_by_text("Total runs", exact=True)).to_have_count(0)
     _at_both_widths(page, "agent-runs-stats", lambda: _tab(page, "Runs & stats"))
@@ -84,7 +84,7 @@ def test_the_agent_pages_runs_and_todays_spend_agree_with_its_runs(
     page.go_back()
     _tab(page, "Limits & budget")
     expect(page.locator("[data-agent-spend-today]")).to_have_text(
-        "0.001062 USD: 3 run(s) ended (1 still going: 0.00025 USD so far)"
+        "$0.001062 for its runs (3 ended, 1 still going: $0.00025 so far)"
     )
     _at_both_widths(page, "agent-budget-today", lambda: _tab(page, "Limits & budget"))
 

@@ -21,6 +21,7 @@ from devkit.fake_server.script import Reply, ScriptedToolCall, by_turn
 from tests.browser.conftest import PHONE, logged_in, screenshot
 from tests.factories import MembershipFactory
 from tests.processes import AsgiServer, Worker, pending_execution, wait_for
+from usage.templatetags.usage_format import usd
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +104,7 @@ def test_the_execution_page_shows_the_run_live_without_a_reload(
     assert page.evaluate("window.__sameDocument") is True  # never reloaded
     finished = wait_for(execution)
     # The header adds each step's figures as its event arrives: it waits for the last one's.
-    expect(live.locator('[data-field="cost"]')).to_have_text(f"${finished.cost_usd:.4f}")
+    expect(live.locator('[data-field="cost"]')).to_have_text(usd(finished.cost_usd))
     expect(live.locator('[data-field="tokens"]')).to_have_text(str(finished.tokens_total))
     with tenancy.agency_context(agent.agency_id):
         steps = finished.steps.count()

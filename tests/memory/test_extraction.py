@@ -22,7 +22,7 @@ from devkit.fake_server.script import RecordedRequest, Step, text_reply
 from memory.extraction import EXTRACTION_PROMPT, parse_extraction
 from memory.models import Memory, MemoryChange, MemoryChangeAction
 from tests.memory.runs import complete_episode, run_to_end
-from usage.models import Budget, ModelPrice, UsageDaily
+from usage.models import Budget, ModelPrice, UsageDaily, UsagePurpose
 
 EXTRACTOR = EXTRACTION_PROMPT.split(".")[0]
 ALICE = "Alice Moreau prefers to be contacted by e-mail, never by phone."
@@ -173,12 +173,16 @@ def test_extraction_is_counted_in_usage_and_the_budget(
 
     extraction_cost = Decimal("0.006")  # 400 tokens in at $10/M, 100 out at $20/M
     with tenancy.agency_context(agent.agency_id):
-        usage = UsageDaily.objects.get(agent_id=agent.id)
+        rows = {row.purpose: row for row in UsageDaily.objects.filter(agent_id=agent.id)}
         budget.refresh_from_db()
         execution = Execution.objects.get(pk=execution.pk)
-    assert usage.llm_calls == execution.llm_call_count + 1
-    assert usage.tokens_input == execution.tokens_input + 400
-    assert usage.cost_usd == execution.cost_usd + extraction_cost
+    # On a row of its own, beside the run's (whose cost is the run's own, as its page says).
+    run_row, usage = rows.pop(UsagePurpose.RUN), rows.pop(UsagePurpose.MEMORY_EXTRACTION)
+    assert rows == {}
+    assert (run_row.llm_calls, run_row.cost_usd) == (execution.llm_call_count, execution.cost_usd)
+    assert run_row.llm_calls + usage.llm_calls == execution.llm_call_count + 1
+    assert run_row.tokens_input + usage.tokens_input == execution.tokens_input + 400
+    assert run_row.cost_usd + usage.cost_usd == execution.cost_usd + extraction_cost
     assert budget.used_usd == execution.cost_usd + extraction_cost
     assert budget.reserved_usd == 0
     assert Decimal(execution.result["memory_extraction"]["cost_usd"]) == extraction_cost

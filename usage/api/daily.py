@@ -25,6 +25,7 @@ COLUMNS = [
     "agent_name",
     "provider",
     "model",
+    "purpose",
     "agent_runs",
     "llm_calls",
     "tool_calls",
@@ -58,9 +59,9 @@ class UsageDailySerializer(serializers.ModelSerializer):
 
 
 CSV_EXAMPLE = (
-    "date,site,agent,agent_name,provider,model,agent_runs,llm_calls,tool_calls,tokens_input,"
-    "tokens_output,tokens_cache_read,tokens_cache_write,cost_usd\r\n"
-    "2026-11-24,5e0c...,9a1b...,Lead qualifier,openai,gpt-4o-mini,12,30,18,42000,6100,0,0,"
+    "date,site,agent,agent_name,provider,model,purpose,agent_runs,llm_calls,tool_calls,"
+    "tokens_input,tokens_output,tokens_cache_read,tokens_cache_write,cost_usd\r\n"
+    "2026-11-24,5e0c...,9a1b...,Lead qualifier,openai,gpt-4o-mini,run,12,30,18,42000,6100,0,0,"
     "0.009960\r\n"
 )
 
@@ -111,7 +112,9 @@ class UsageDailyList(TenantScopedView, generics.ListAPIView):
     @extend_schema(
         operation_id="usage_daily_list",
         summary="Daily usage rows (JSON, or CSV with Accept: text/csv)",
-        description="One row per day, agent, provider and model, newest first. The range "
+        description="One row per day, agent, provider, model and purpose (`run`: the runs' own "
+        "model calls, whose cost is their runs' cost; `memory_extraction`, `quality_judge`, "
+        "`memory_merge`: model calls after runs), newest first. The range "
         "defaults to the last 30 days and spans at most 366. `Accept: text/csv` (or "
         "`?format=csv`) returns every row of the range as one CSV file instead of a page.",
         parameters=[UsageDailyQuerySerializer],

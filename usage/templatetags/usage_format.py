@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from django import template
 
 register = template.Library()
+CENT = Decimal("0.01")
+MILLIONTH = Decimal("0.000001")  # what usage rows and runs keep (decimal_places=6)
 
 
 @register.filter
-def usd(value: Decimal | float | int | None, places: int = 2) -> str:
-    """``$1.23``; amounts under a cent keep four places (a run's cost is often tiny)."""
+def usd(value: Decimal | float | int | None) -> str:
+    """``$1.23``; an amount under a cent as it is kept, to the millionth (``$0.000969``: a run's
+    cost is often that small). Every page that shows a cost shows it with this (the run page's
+    live figures with live/static/live/execution.js's ``money``, which follows the same rule), so
+    that one run's cost reads the same on all of them."""
     if value is None:
         return "-"
     amount = Decimal(str(value))
-    if amount and abs(amount) < Decimal("0.01"):
-        places = 4
-    return f"${amount:,.{places}f}"
+    if amount and abs(amount) < CENT:
+        return f"${amount.quantize(MILLIONTH, ROUND_HALF_UP).normalize():f}"
+    return f"${amount.quantize(CENT, ROUND_HALF_UP):,f}"
 
 
 @register.filter

@@ -58,9 +58,15 @@
         return typeof value === "string" ? value : JSON.stringify(value, null, 2);
     }
 
+    // A cost as every other page shows one (usage/templatetags/usage_format.py's usd): cents,
+    // or an amount under a cent as kept, to the millionth ($0.000969), so that the run's cost
+    // reads here as in the lists, the agent's page and daily usage.
     function money(value) {
         const number = Number(value || 0);
-        return "$" + (number < 0.01 && number > 0 ? number.toFixed(6) : number.toFixed(4));
+        if (number !== 0 && Math.abs(number) < 0.01) {
+            return "$" + String(Number(number.toFixed(6)));
+        }
+        return "$" + number.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
     }
 
     // A code such as a stop reason ("final_answer") in words, as the state diagram has it;
