@@ -10,11 +10,22 @@ from django.contrib import admin, messages
 from django.db.models import Count, Model, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
-from agents.admin.common import ReadOnlyInline, json_display
+from agents.admin.common import ReadOnlyInline
+from agents.models import Execution
 from core.admin_empty import EmptyState
-from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, request_agency
+from core.admin_scoping import (
+    AgencyScopedAdmin,
+    ReadOnlyAdminMixin,
+    ScopedInlineMixin,
+    StackedInline,
+    request_agency,
+)
 from core.exceptions import ApplicationError
+from evals.admin_save_case import save_case
 from evals.models import Dataset, DatasetVersion, Experiment, ExperimentResult, TestCase
 from evals.services.datasets import dataset_case_change, dataset_create, export_jsonl
 
@@ -31,7 +42,7 @@ class DatasetAdmin(AgencyScopedAdmin):
         "A dataset groups test cases of an agent. Add one, then save finished runs into it "
         "from their run page (Save as a test case), or import a JSONL file over the API.",
     )
-    list_display = ["name", "agent", "current_version", "case_count", "updated_at"]
+    list_display = ["name", "agent", "version", "case_count", "updated_at"]
     search_fields = ["name", "agent__name"]
     list_select_related = ["agent", "current_version"]
     fields = ["name", "agent", "description", "current_version"]
@@ -43,6 +54,10 @@ class DatasetAdmin(AgencyScopedAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
         return ["current_version", "agent"] if obj is not None else ["current_version"]
+
+    @admin.display(description="Version", ordering="current_version__number")
+    def version(self, obj: Dataset) -> str:
+        return f"v{obj.current_version.number}" if obj.current_version else "-"
 
     @admin.display(description="Cases", ordering="cases")
     def case_count(self, obj: Any) -> int:
@@ -74,6 +89,20 @@ class DatasetAdmin(AgencyScopedAdmin):
         )
         obj.created_at, obj.updated_at = made.created_at, made.updated_at
         obj._state.adding = False
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.save_case_view)
+        mine = [path("save-case/<uuid:execution_id>/", view, name="evals_dataset_save_case")]
+        return [*mine, *super().get_urls()]
+
+    def save_case_view(self, request: HttpRequest, execution_id: str) -> HttpResponse:
+        agency = request_agency(request)
+        runs = Execution.objects.all()
+        if not request.user.is_superuser:
+            runs = runs.filter(agency=agency) if agency is not None else runs.none()
+        return save_case(
+            self, request, execution_id, runs=runs, datasets=self.get_queryset(request)
+        )
 
     @admin.action(description="Export the current version as JSONL")
     def export(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> HttpResponse | None:
@@ -108,11 +137,21 @@ class TestCaseAdmin(AgencyScopedAdmin):
     list_display = ["name", "version", "position", "updated_at"]
     list_select_related = ["version__dataset"]
     search_fields = ["name", "input", "version__dataset__name"]
-    fields = ["version", "key", *_CASE_FIELDS, "source_execution_id"]
-    readonly_fields = ["version", "key", "source_execution_id"]
+    fields = ["version", "key", *_CASE_FIELDS, "saved_from"]
+    readonly_fields = ["version", "key", "saved_from"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # from a run, the API or a JSONL import
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False  # a version's cases stay as they were (remove one over the API)
+
+    @admin.display(description="Saved from run")
+    def saved_from(self, obj: TestCase) -> SafeString | str:
+        if obj.source_execution_id is None:
+            return "-"
+        url = reverse("admin:agents_execution_change", args=[obj.source_execution_id])
+        return format_html('<a href="{}">{}</a>', url, str(obj.source_execution_id)[:8])
 
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
@@ -127,11 +166,46 @@ class TestCaseAdmin(AgencyScopedAdmin):
         messages.info(request, f"Saved as version {version.number} of {dataset.name}.")
 
 
-class ResultInline(ReadOnlyInline):
+class ResultInline(ScopedInlineMixin, StackedInline):
+    """One block per case (its checks read as lines, on a phone too), never edited."""
+
     model = ExperimentResult
-    checks_shown = json_display("checks", "Checks")
-    fields = ["case", "status", "execution", "steps", "tokens_total", "cost_usd", "latency_ms",
-              "unrecorded_calls", "checks_shown"]  # fmt: skip
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = ("case", "status", "run", "steps", "tokens", "cost_usd",
+                                "latency_ms", "unrecorded_calls", "checks_list")  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    @admin.display(description="Run")
+    def run(self, obj: ExperimentResult) -> SafeString | str:
+        if obj.execution_id is None:
+            return "-"
+        url = reverse("admin:agents_execution_change", args=[obj.execution_id])
+        return format_html('<a href="{}">{}</a>', url, str(obj.execution_id)[:8])
+
+    @admin.display(description="Tokens")
+    def tokens(self, obj: ExperimentResult) -> int:
+        return obj.tokens_total
+
+    @admin.display(description="Checks")
+    def checks_list(self, obj: ExperimentResult) -> SafeString:
+        return format_html_join(
+            "",
+            '<div style="overflow-wrap: anywhere">{} {}{}</div>',
+            (
+                (
+                    "✓" if c["passed"] else "✗",
+                    c["check"],
+                    f" ({c['detail']})" if c["detail"] else "",
+                )
+                for c in obj.checks
+            ),
+        )
 
 
 @admin.register(Experiment)
@@ -145,10 +219,15 @@ class ExperimentAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
                     "cost_usd", "created_at"]  # fmt: skip
     list_filter = ["status"]
     list_select_related = ["agent", "agent_version", "dataset_version__dataset"]
-    fields = readonly_fields = ("agent", "agent_version", "dataset_version", "status", "case_count",
-              "passed_count", "tokens_total", "cost_usd", "created_at", "finished_at")  # fmt: skip
+    fields = readonly_fields = ("agent", "agent_version", "dataset_version", "status",
+                                "pass_rate_shown", "tokens", "cost_usd", "created_at",
+                                "finished_at")  # fmt: skip
     inlines = [ResultInline]
 
-    @admin.display(description="Pass rate")
+    @admin.display(description="Passed")
     def pass_rate_shown(self, obj: Experiment) -> str:
-        return f"{obj.passed_count}/{obj.case_count}"
+        return f"{obj.passed_count} of {obj.case_count} ({obj.pass_rate:.0%})"
+
+    @admin.display(description="Tokens")
+    def tokens(self, obj: Experiment) -> int:
+        return obj.tokens_total
