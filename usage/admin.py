@@ -11,8 +11,11 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.formats import date_format
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString
 
-from agents.admin.common import json_display
+from agents.admin.common import EMPTY
+from agents.models import ProviderName
 from core.admin_empty import EmptyState
 from core.admin_scoping import (
     ADMIN_ROLES,
@@ -24,7 +27,7 @@ from core.admin_scoping import (
 from usage.admin_mixins import CsvExportMixin, UsageChartsMixin
 from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod, today
 from usage.selectors import spend_today
-from usage.templatetags.usage_format import usd
+from usage.templatetags.usage_format import compact, usd
 
 
 @admin.register(UsageDaily)
@@ -57,8 +60,27 @@ class UsageDailyAdmin(UsageChartsMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
         return usd(obj.cost_usd)
 
 
+USED_FIELDS = (
+    "total_agent_runs", "total_tokens_input", "total_tokens_output", "total_tool_calls",
+    "total_approvals", "by_provider",
+)  # fmt: skip
+
+
 @admin.register(UsagePeriod)
 class UsagePeriodAdmin(CsvExportMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
+    """A billing period's usage against the runs and tokens its plan includes (seed 004): kept by
+    the platform's operator, read here; the list says what a period is while there is none."""
+
+    empty_state = EmptyState(
+        "No usage period yet",
+        "A usage period is a billing period of your agency's plan (a month, say): the runs and "
+        "tokens the plan includes, what your agents used in it, its estimated cost and what went "
+        "over. Periods are recorded by the platform's operator for agencies on such a plan; "
+        "until one is, nothing is counted or capped by period. What your agents use day by day "
+        "is under Daily usage, and a daily limit on their spending is a budget.",
+        link_label="Daily usage",
+        link_url_name="admin:usage_usagedaily_changelist",
+    )
     csv_columns = [
         ("period_start", "period_start"), ("period_end", "period_end"), ("site", "site__name"),
         ("total_agent_runs", "total_agent_runs"), ("total_tokens_input", "total_tokens_input"),
@@ -68,14 +90,70 @@ class UsagePeriodAdmin(CsvExportMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
         ("overage_runs", "overage_runs"), ("overage_tokens", "overage_tokens"),
     ]  # fmt: skip
     list_display = [
-        "period_start", "period_end", "site", "total_agent_runs", "total_tool_calls",
-        "total_approvals", "estimated_cost", "included_runs", "overage_runs", "overage_tokens",
+        "period", "site_shown", "runs", "tokens", "total_tool_calls", "total_approvals", "cost",
+        "overage",
     ]  # fmt: skip
+    list_display_links = ["period"]
     list_select_related = ["site"]
     date_hierarchy = "period_start"
-    usage_by_provider_pretty = json_display("usage_by_provider", "Usage by provider")
-    exclude = ["usage_by_provider"]
-    readonly_fields = ["usage_by_provider_pretty"]
+    fieldsets = [
+        (None, {"fields": ["period", "site_shown", "cost"]}),
+        ("Used in the period", {"fields": USED_FIELDS}),
+        (
+            "The plan's quota",
+            {"fields": ["included_runs", "included_tokens", "overage_runs", "overage_tokens"]},
+        ),
+    ]
+
+    @admin.display(description="Period", ordering="period_start")
+    def period(self, obj: UsagePeriod) -> str:
+        return str(obj)
+
+    @admin.display(description="Site", ordering="site__name")
+    def site_shown(self, obj: UsagePeriod) -> str:
+        return obj.site.name if obj.site is not None else "All sites"
+
+    @admin.display(description="Runs", ordering="total_agent_runs")
+    def runs(self, obj: UsagePeriod) -> str:
+        return f"{obj.total_agent_runs} of {obj.included_runs} included"
+
+    @admin.display(description="Tokens")
+    def tokens(self, obj: UsagePeriod) -> str:
+        used = obj.total_tokens_input + obj.total_tokens_output
+        return f"{compact(used)} of {compact(obj.included_tokens)} included"
+
+    @admin.display(description="Estimated cost", ordering="estimated_cost")
+    def cost(self, obj: UsagePeriod) -> str:
+        return usd(obj.estimated_cost)
+
+    @admin.display(description="Over the quota")
+    def overage(self, obj: UsagePeriod) -> str:
+        over = [f"{obj.overage_runs} runs"] if obj.overage_runs else []
+        over += [f"{compact(obj.overage_tokens)} tokens"] if obj.overage_tokens else []
+        return ", ".join(over) or "None"
+
+    @admin.display(description="Usage by provider")
+    def by_provider(self, obj: UsagePeriod) -> SafeString | str:
+        """Each provider by its name (the LLM providers page's), its figures in words."""
+        if not obj.usage_by_provider:
+            return EMPTY
+        names = dict(ProviderName.choices)
+        lines = []
+        for key, value in obj.usage_by_provider.items():
+            figures = (
+                ", ".join(_figure(name, figure) for name, figure in value.items())
+                if isinstance(value, dict)
+                else str(value)
+            )
+            lines.append((names.get(key, key.replace("_", " ")), figures))
+        return format_html_join(SafeString("<br>"), "{}: {}", lines)
+
+
+def _figure(name: str, value: object) -> str:
+    """``cost_usd: 0.42`` as "cost $0.42", ``runs: 12`` as "runs 12"."""
+    if name.endswith("_usd") and isinstance(value, int | float | str):
+        return f"{name.removesuffix('_usd').replace('_', ' ')} {usd(Decimal(str(value)))}"
+    return f"{name.replace('_', ' ')} {value}"
 
 
 class BudgetForm(forms.ModelForm[Budget]):

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from django.db import models
 from django.utils import timezone
+from django.utils.formats import date_format
 
 from agents.models import Agent, ProviderName
 from core.models import AgencyOwnedModel, Site
@@ -55,7 +56,8 @@ class UsageDaily(AgencyOwnedModel):
         related_name="+",
     )
     date = models.DateField()
-    provider = models.CharField(max_length=32, blank=True)
+    # The provider's kind, shown with its label ("OpenAI-compatible (local)").
+    provider = models.CharField(max_length=32, blank=True, choices=ProviderName.choices)
     model = models.CharField(max_length=100, blank=True)
     # Runs apart from what memory and quality judging called after them: the "run" rows' cost is
     # the sum of the ended runs' own cost (Execution.cost_usd), figure for figure.
@@ -76,8 +78,9 @@ class UsageDaily(AgencyOwnedModel):
 
     class Meta:
         ordering = ["-date"]
-        verbose_name = "day of usage"
-        verbose_name_plural = "days of usage"
+        # A row is one agent's use of one model on one day, for one purpose: several a day.
+        verbose_name = "daily usage row"
+        verbose_name_plural = "daily usage rows"
         indexes = [models.Index(fields=["site", "-date"], name="usage_daily_site_date_idx")]
         constraints = [
             models.UniqueConstraint(
@@ -106,21 +109,23 @@ class UsagePeriod(AgencyOwnedModel):
     site = models.ForeignKey(
         Site, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    period_start = models.DateField()
-    period_end = models.DateField()
+    period_start = models.DateField("starts")
+    period_end = models.DateField("ends")
 
-    total_agent_runs = models.PositiveIntegerField(default=0)
-    total_tokens_input = models.PositiveBigIntegerField(default=0)
-    total_tokens_output = models.PositiveBigIntegerField(default=0)
-    total_tool_calls = models.PositiveIntegerField(default=0)
-    total_approvals = models.PositiveIntegerField(default=0)
-    usage_by_provider = models.JSONField(default=dict, blank=True)
-    estimated_cost = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal(0))
+    total_agent_runs = models.PositiveIntegerField("runs", default=0)
+    total_tokens_input = models.PositiveBigIntegerField("input tokens", default=0)
+    total_tokens_output = models.PositiveBigIntegerField("output tokens", default=0)
+    total_tool_calls = models.PositiveIntegerField("tool calls", default=0)
+    total_approvals = models.PositiveIntegerField("approvals", default=0)
+    usage_by_provider = models.JSONField("usage by provider", default=dict, blank=True)
+    estimated_cost = models.DecimalField(
+        "estimated cost (USD)", max_digits=14, decimal_places=6, default=Decimal(0)
+    )
 
-    included_runs = models.PositiveIntegerField(default=500)
-    included_tokens = models.PositiveBigIntegerField(default=500_000)
-    overage_runs = models.PositiveIntegerField(default=0)
-    overage_tokens = models.PositiveBigIntegerField(default=0)
+    included_runs = models.PositiveIntegerField("runs included", default=500)
+    included_tokens = models.PositiveBigIntegerField("tokens included", default=500_000)
+    overage_runs = models.PositiveIntegerField("runs over the quota", default=0)
+    overage_tokens = models.PositiveBigIntegerField("tokens over the quota", default=0)
 
     class Meta:
         ordering = ["-period_start"]
@@ -137,7 +142,8 @@ class UsagePeriod(AgencyOwnedModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.period_start} to {self.period_end}"
+        start, end = date_format(self.period_start, "M j"), date_format(self.period_end, "M j, Y")
+        return f"{start} to {end}"  # "Nov 1 to Nov 30, 2026"
 
 
 class Budget(AgencyOwnedModel):

@@ -160,5 +160,5 @@ def test_breadcrumbs_and_columns_name_sections_as_the_sidebar_does(
     for label in ("LLM calls", "Cost", "Input tokens"):
         assert label in columns, columns
     assert "Llm calls" not in columns
-    expect(page.get_by_text("1 day of usage")).to_be_visible()
+    expect(page.get_by_text("1 daily usage row", exact=True)).to_be_visible()
     _look(page, "u1-labels-daily-usage")

@@ -178,3 +178,26 @@ def test_budget_and_period_lists_export_csv_too(
     periods = _rows(client.get(reverse("admin:usage_usageperiod_export_csv")))
     assert [row["total_agent_runs"] for row in periods] == ["12"]
     assert "Export CSV" in client.get(reverse("admin:usage_budget_changelist")).content.decode()
+
+
+def test_a_usage_period_page_names_its_fields_and_providers_in_words(
+    client_of: Callable[[Agency, str], Client], agency: Agency
+) -> None:
+    period = UsagePeriodFactory.create(
+        agency=agency,
+        total_agent_runs=12,
+        estimated_cost=Decimal("0.42"),
+        usage_by_provider={"openai_compatible": {"runs": 12}},
+    )
+    client = client_of(agency, Role.STAFF)
+
+    listed = client.get(reverse("admin:usage_usageperiod_changelist")).content.decode()
+    page = client.get(reverse("admin:usage_usageperiod_change", args=[period.pk]))
+
+    assert "12 of 500 included" in listed
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "OpenAI-compatible (local): runs 12" in text
+    assert "0.420000" not in text  # the estimated cost as every cost: $0.42
+    assert "openai_compatible" not in text
+    assert "Total agent runs" not in text
