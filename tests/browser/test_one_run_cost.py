@@ -123,3 +123,4 @@ def test_one_runs_cost_reads_the_same_on_every_page(
     page.goto(f"{base}/admin/")  # the staff home's recent runs
     recent = page.locator("[data-label='Cost']").first
     expect(recent).to_have_text(cost)
+    _shoot(page, "home")
