@@ -17,7 +17,12 @@ from agents.models import Agent
 from core import tenancy
 from core.models import Agency, Role, User
 from memory.models import MemoryType
-from tests.agents.factories import AgentFactory, AgentGoalFactory, TriggerLogFactory
+from tests.agents.factories import (
+    AgentFactory,
+    AgentGoalFactory,
+    ExecutionFactory,
+    TriggerLogFactory,
+)
 from tests.approvals.inbox_helpers import EMAIL_ARGS, waiting_approval
 from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
 from tests.factories import AgencyFactory, MembershipFactory
@@ -115,6 +120,10 @@ def test_an_approver_reads_the_arguments_names_in_words(
     with tenancy.agency_context(agency.id):
         approval = waiting_approval(agency, arguments={**EMAIL_ARGS, "template_id": "welcome"})
     page = logged_in(browser, asgi_server, user).new_page()
+    page.goto(f"{asgi_server.url}/approvals/{approval.pk}/")
+    expect(page.locator(".inbox-args dt", has_text="Template ID")).to_have_count(1)
+    _look(page, "approval")
+
     page.goto(f"{asgi_server.url}/approvals/{approval.pk}/edit/")
     expect(page.get_by_label("Template ID")).to_have_value("welcome")
     expect(page.locator("label", has_text="template_id")).to_have_count(0)
@@ -139,7 +148,7 @@ def test_the_approvals_list_with_nothing_waiting_says_what_appears_there(
     _look(page, "approvals-empty")
 
 
-def test_memories_are_cut_after_a_whole_word_and_trigger_log_counts_entries(
+def test_memories_are_cut_after_a_whole_word_and_runs_lists_read_in_words(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
     agency, user = _member(Role.ADMIN)
@@ -152,6 +161,7 @@ def test_memories_are_cut_after_a_whole_word_and_trigger_log_counts_entries(
             "12-seat pricing before the end of the quarter.",
         )
         TriggerLogFactory.create(agent=agent)
+        ExecutionFactory.create(agent=agent, tool_call_count=3)
     page = logged_in(browser, asgi_server, user).new_page()
     page.goto(f"{asgi_server.url}/admin/memory/memory/")
     expect(page.locator("#result_list tbody th").first).to_have_text(
@@ -163,6 +173,10 @@ def test_memories_are_cut_after_a_whole_word_and_trigger_log_counts_entries(
     page.goto(f"{asgi_server.url}/admin/agents/triggerlog/")
     expect(page.get_by_text("1 trigger log entry")).to_be_visible()
     _look(page, "trigger-log")
+
+    page.goto(f"{asgi_server.url}/admin/agents/execution/")
+    expect(page.locator("#result_list thead")).to_contain_text("Tool calls")
+    _look(page, "executions")
 
 
 def test_the_api_docs_page_draws_the_schema(
