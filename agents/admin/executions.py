@@ -172,7 +172,7 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
                     "tokens_cache_read",
                     "tokens_cache_write",
                     "tokens_total",
-                    "cost_usd",
+                    "cost",  # as the header above and every other page show it
                     "llm_call_count",
                     "tool_call_count",
                 ],

@@ -95,6 +95,8 @@ def test_one_runs_cost_reads_the_same_on_every_page(
     page.goto(f"{base}/admin/agents/execution/{run.pk}/change/")
     expect(page.locator("#live-run [data-conn]")).to_have_text("finished")
     expect(page.locator('#live-run [data-field="cost"]')).to_have_text(cost)
+    page.get_by_role("heading", name="Usage", exact=True).click()  # the run's fields, folded
+    expect(page.locator("#execution_form").get_by_text(cost, exact=True)).to_be_visible()
     _shoot(page, "run")
 
     page.goto(f"{base}/admin/agents/execution/")
