@@ -81,7 +81,7 @@ class RunFacts:
 
 
 def _bad(where: str, message: str) -> ApplicationError:
-    return ApplicationError("invalid_expectations", f"{where}: {message}")
+    return ApplicationError("invalid_expectations", f"{where}: {message}", status=422)
 
 
 def _patterns(value: Any, where: str) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from core.api.fields import StrictSerializer
+from agents.models import Agent
+from core.api.fields import AgencyRelatedField, StrictSerializer
 from evals.models import Dataset, Experiment, ExperimentResult, TestCase
 
 
@@ -25,7 +26,7 @@ class DatasetSerializer(serializers.ModelSerializer[Dataset]):
 class DatasetCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    agent = serializers.UUIDField(required=False, allow_null=True)
+    agent = AgencyRelatedField(queryset=Agent.objects.all(), required=False, allow_null=True)
 
 
 class CaseSerializer(serializers.ModelSerializer[TestCase]):
@@ -66,13 +67,13 @@ class VersionSerializer(serializers.Serializer[Any]):
 
 
 class SaveCaseSerializer(StrictSerializer):
-    dataset = serializers.UUIDField()
+    dataset = AgencyRelatedField(queryset=Dataset.objects.all())
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
 class ExperimentCreateSerializer(StrictSerializer):
-    agent = serializers.UUIDField()
-    dataset = serializers.UUIDField()
+    agent = AgencyRelatedField(queryset=Agent.objects.all())
+    dataset = AgencyRelatedField(queryset=Dataset.objects.select_related("current_version"))
     version = serializers.IntegerField(
         required=False, min_value=1, help_text="The agent's version number; its current one."
     )
@@ -91,7 +92,9 @@ class ResultSerializer(serializers.ModelSerializer[ExperimentResult]):
 
 
 class ExperimentSerializer(serializers.ModelSerializer[Experiment]):
-    agent_version = serializers.IntegerField(source="agent_version.number", read_only=True)
+    agent_version = serializers.IntegerField(
+        source="agent_version.number", read_only=True, allow_null=True
+    )
     dataset = serializers.UUIDField(source="dataset_version.dataset_id", read_only=True)
     dataset_version = serializers.IntegerField(source="dataset_version.number", read_only=True)
     pass_rate = serializers.FloatField(read_only=True)

@@ -17,7 +17,7 @@ from core.api.base import TenantScopedView, TenantViewSet, parse_id
 from core.exceptions import ApplicationError
 from core.selectors import access_object
 from evals.api import serializers as s
-from evals.models import Dataset, DatasetVersion, Experiment
+from evals.models import Dataset, DatasetVersion, Experiment, TestCase
 from evals.services.cases import case_save_from_execution
 from evals.services.datasets import (
     dataset_case_add,
@@ -60,12 +60,10 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantVie
         responses={201: s.DatasetSerializer},
     )
     def create(self, request: Request) -> Response:
-        body = s.DatasetCreateSerializer(data=request.data)
+        body = s.DatasetCreateSerializer(data=request.data, context=self.get_serializer_context())
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        agent = None
-        if data.get("agent"):
-            agent = access_object(self.scope(Agent.objects.all()), agency=None, id=data["agent"])
+        agent = data.get("agent")
         dataset = dataset_create(
             agency_id=self._agency_id(agent),
             name=data["name"],
@@ -83,8 +81,9 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantVie
     @action(detail=True, methods=["get"], url_path="cases")
     def cases(self, request: Request, pk: str | None = None) -> Response:
         dataset = self.get_object()
-        cases = dataset.current_version.cases.all() if dataset.current_version else []
-        return Response(s.CaseSerializer(cases, many=True).data)
+        cases = TestCase.objects.filter(version_id=dataset.current_version_id).order_by("position")
+        page = self.paginate_queryset(cases)
+        return self.get_paginated_response(s.CaseSerializer(page, many=True).data)
 
     @extend_schema(
         operation_id="datasets_cases_create",
@@ -146,11 +145,9 @@ class SaveAsTestCase(TenantScopedView):
         execution = access_object(
             self.scope(Execution.objects.all()), agency=None, id=parse_id(execution_id)
         )
-        body = s.SaveCaseSerializer(data=request.data)
+        body = s.SaveCaseSerializer(data=request.data, context={"view": self})
         body.is_valid(raise_exception=True)
-        dataset = access_object(
-            self.scope(Dataset.objects.all()), agency=None, id=body.validated_data["dataset"]
-        )
+        dataset = body.validated_data["dataset"]
         version = case_save_from_execution(
             execution=execution,
             dataset=dataset,
@@ -184,15 +181,12 @@ class ExperimentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Tenant
         responses={201: s.ExperimentSerializer},
     )
     def create(self, request: Request) -> Response:
-        body = s.ExperimentCreateSerializer(data=request.data)
+        body = s.ExperimentCreateSerializer(
+            data=request.data, context=self.get_serializer_context()
+        )
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        agent = access_object(self.scope(Agent.objects.all()), agency=None, id=data["agent"])
-        dataset = access_object(
-            self.scope(Dataset.objects.select_related("current_version")),
-            agency=None,
-            id=data["dataset"],
-        )
+        agent, dataset = data["agent"], data["dataset"]
         assert dataset.current_version is not None
         experiment = experiment_start(
             agent=agent,

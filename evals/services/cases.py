@@ -60,12 +60,15 @@ def case_save_from_execution(
         raise ApplicationError(
             "not_ended",
             f"Run {execution.pk} is {execution.status}: save it as a test case once it ended.",
+            status=409,
         )
     if dataset.agency_id != execution.agency_id:
         raise ApplicationError("no_such_dataset", "No such dataset.", status=404)
     if dataset.agent_id is not None and dataset.agent_id != execution.agent_id:
         raise ApplicationError(
-            "other_agent", f"Dataset {dataset.name!r} holds another agent's test cases."
+            "other_agent",
+            f"Dataset {dataset.name!r} holds another agent's test cases.",
+            status=422,
         )
     return dataset_case_add(
         dataset=dataset, case=case_from_execution(execution, name=name), user_id=user_id

@@ -41,7 +41,8 @@ MAX_CASES = 5000
 
 
 def _bad(message: str) -> ApplicationError:
-    return ApplicationError("invalid_case", message)
+    # 422: the request was well formed (the API's schema cannot state a case's rules).
+    return ApplicationError("invalid_case", message, status=422)
 
 
 def validate_case(data: Any, *, where: str = "case") -> CaseData:  # noqa: PLR0912 - one per field
@@ -107,12 +108,16 @@ def dataset_create(
     """A dataset with an empty version 1; 400 when the agency has one of that name."""
     name = name.strip()
     if not name or len(name) > 200:
-        raise ApplicationError("invalid_name", "A dataset needs a name of 1 to 200 characters.")
+        raise ApplicationError(
+            "invalid_name", "A dataset needs a name of 1 to 200 characters.", status=422
+        )
     if agent is not None and agent.agency_id != agency_id:
-        raise ApplicationError("invalid_agent", "No such agent.")
+        raise ApplicationError("invalid_agent", "No such agent.", status=422)
     with transaction.atomic():
         if Dataset.objects.filter(agency_id=agency_id, name=name).exists():
-            raise ApplicationError("duplicate_name", f"A dataset named {name!r} exists already.")
+            raise ApplicationError(
+                "duplicate_name", f"A dataset named {name!r} exists already.", status=409
+            )
         dataset = Dataset.objects.create(
             agency_id=agency_id,
             agent=agent,
@@ -196,7 +201,9 @@ def dataset_case_change(
     cases = current_cases(dataset)
     found = next((c for c in cases if c.get("key") == str(key)), None)
     if found is None:
-        raise ApplicationError("no_such_case", "The dataset's current version has no such case.")
+        raise ApplicationError(
+            "no_such_case", "The dataset's current version has no such case.", status=404
+        )
     found.update(changes)  # type: ignore[typeddict-item]
     found["key"] = str(key)
     return dataset_version_create(
@@ -208,7 +215,9 @@ def dataset_case_remove(*, dataset: Dataset, key: str, user_id: int | None) -> D
     cases = current_cases(dataset)
     kept = [c for c in cases if c.get("key") != str(key)]
     if len(kept) == len(cases):
-        raise ApplicationError("no_such_case", "The dataset's current version has no such case.")
+        raise ApplicationError(
+            "no_such_case", "The dataset's current version has no such case.", status=404
+        )
     return dataset_version_create(dataset=dataset, cases=kept, summary="removed", user_id=user_id)
 
 

@@ -45,10 +45,10 @@ def experiment_version(agent: Agent, number: int | None) -> AgentVersion:
             return access_agent_version(agent=agent, number=number)
         except Http404:
             raise ApplicationError(
-                "no_such_version", f"{agent.name} has no version {number}.", status=404
+                "no_such_version", f"{agent.name} has no version {number}.", status=422
             ) from None
     if agent.current_version_id is None:
-        raise ApplicationError("no_version", f"{agent.name} has no saved version.")
+        raise ApplicationError("no_version", f"{agent.name} has no saved version.", status=409)
     return AgentVersion.objects.get(pk=agent.current_version_id)
 
 
@@ -66,12 +66,14 @@ def experiment_start(
     dataset = dataset_version.dataset
     if dataset.agent_id is not None and dataset.agent_id != agent.pk:
         raise ApplicationError(
-            "other_agent", f"Dataset {dataset.name!r} holds another agent's test cases."
+            "other_agent",
+            f"Dataset {dataset.name!r} holds another agent's test cases.",
+            status=422,
         )
     version = experiment_version(agent, version_number)
     cases = list(TestCase.objects.filter(version=dataset_version))
     if not cases:
-        raise ApplicationError("empty_dataset", f"{dataset_version} has no test case.")
+        raise ApplicationError("empty_dataset", f"{dataset_version} has no test case.", status=409)
     with transaction.atomic():
         experiment = Experiment.objects.create(
             agency_id=agent.agency_id,
@@ -109,6 +111,7 @@ def experiment_start(
                 raise ApplicationError(
                     "not_started",
                     f"{agent.name} may not start a run now (inactive): see its trigger log.",
+                    status=409,
                 )
             result.execution = execution
             result.save(update_fields=["execution", "updated_at"])

@@ -51,9 +51,8 @@ def test_a_case_added_by_hand_exports_and_imports_as_jsonl(tenant_a: Tenant, age
         f"/api/v1/datasets/{copy['id']}/import/", {"jsonl": exported["jsonl"]}, format="json"
     )
     assert response.status_code == 201, response.json()
-    assert [c["name"] for c in client.get(f"/api/v1/datasets/{copy['id']}/cases/").json()] == [
-        "Hello"
-    ]
+    cases = client.get(f"/api/v1/datasets/{copy['id']}/cases/").json()["results"]
+    assert [c["name"] for c in cases] == ["Hello"]
 
 
 def test_a_bad_jsonl_line_is_a_400_naming_it_and_nothing_is_written(
@@ -65,7 +64,7 @@ def test_a_bad_jsonl_line_is_a_400_naming_it_and_nothing_is_written(
     response = client.post(
         f"/api/v1/datasets/{dataset['id']}/import/", {"jsonl": text}, format="json"
     )
-    assert response.status_code == 400
+    assert response.status_code == 422  # well formed, against a case's rules
     assert response.json()["code"] == "invalid_case"
     assert "line 2.expectations" in response.json()["message"]
     with tenancy.agency_context(tenant_a.agency.id):
@@ -93,7 +92,7 @@ def test_a_finished_run_is_saved_as_a_case_with_its_recorded_calls(
         f"/api/v1/executions/{execution.pk}/test-case/", {"dataset": dataset["id"]}, format="json"
     )
     assert response.status_code == 201, response.json()
-    [case] = client.get(f"/api/v1/datasets/{dataset['id']}/cases/").json()
+    [case] = client.get(f"/api/v1/datasets/{dataset['id']}/cases/").json()["results"]
     assert case["input"] == "Find Marcus"
     assert case["trigger_payload"] == {"source": "test"}
     assert case["recorded_calls"] == [
@@ -115,7 +114,21 @@ def test_a_run_still_going_is_refused(tenant_a: Tenant, agent: Any) -> None:
     response = client.post(
         f"/api/v1/executions/{execution.pk}/test-case/", {"dataset": dataset["id"]}, format="json"
     )
-    assert (response.status_code, response.json()["code"]) == (400, "not_ended")
+    assert (response.status_code, response.json()["code"]) == (409, "not_ended")
+
+
+def test_a_reference_to_another_agencys_agent_is_a_422_and_a_taken_name_a_409(
+    tenant_a: Tenant, tenant_b: Tenant, agent: Any
+) -> None:
+    theirs = AgentFactory.create(agency=tenant_b.agency, site=tenant_b.site)
+    client = token_client(tenant_a.users[Role.STAFF])
+    response = client.post(
+        "/api/v1/datasets/", {"name": "X", "agent": str(theirs.pk)}, format="json"
+    )
+    assert response.status_code == 422
+    _dataset(client, agent, "Taken")
+    response = client.post("/api/v1/datasets/", {"name": "Taken"}, format="json")
+    assert (response.status_code, response.json()["code"]) == (409, "duplicate_name")
 
 
 def test_another_agencys_dataset_and_run_are_404s_and_viewers_only_read(
