@@ -20,7 +20,7 @@ from agents.services import agent_update, execution_create
 from approvals.models import Approval
 from approvals.services import approval_decide
 from core import tenancy
-from core.models import Agency
+from core.models import Agency, Role
 from crm.models import EmailMessage, Note, Task
 from devkit.demo import demo_data_seed
 from devkit.fake_server.demo import DemoModelServer
@@ -29,7 +29,8 @@ from evals.services.cases import case_save_from_execution
 from evals.services.datasets import dataset_case_change, dataset_create
 from evals.services.experiments import experiment_start
 from evals.tool_gate import UNRECORDED
-from tests.factories import AgencyFactory, SiteFactory
+from tests.api.conftest import token_client
+from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
 from tests.processes import ROOT, Worker, wait_for
 from tools.models import ToolCall
 
@@ -217,3 +218,39 @@ def _command(*arguments: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "manage.py", "eval", *arguments, "--timeout", "120"],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
+
+
+def test_an_experiment_started_over_the_api_is_read_back_with_each_cases_score(
+    demo_agency: Agency, celery_worker: Worker
+) -> None:
+    alex = _agent(demo_agency, "alex")
+    run = _run(alex, ASK)
+    dataset = _dataset_of(run, alex)
+    client = token_client(MembershipFactory.create(agency=demo_agency, role=Role.STAFF).user)
+
+    response = client.post(
+        "/api/v1/experiments/",
+        {"agent": str(alex.pk), "dataset": str(dataset.pk), "version": 1},
+        format="json",
+    )
+
+    assert response.status_code == 201, response.json()
+    started = response.json()
+    assert (started["status"], started["agent_version"], started["case_count"]) == ("running", 1, 1)
+    deadline = time.monotonic() + 90
+    while (read := client.get(f"/api/v1/experiments/{started['id']}/").json())[
+        "status"
+    ] != "completed":
+        assert time.monotonic() < deadline, read
+        time.sleep(0.2)
+    assert read["pass_rate"] == 1.0
+    [result] = read["results"]
+    assert result["status"] == "passed"
+    assert all(check["passed"] for check in result["checks"])
+    assert result["unrecorded_calls"] == 0
+    response = client.post(
+        "/api/v1/experiments/",
+        {"agent": str(alex.pk), "dataset": str(dataset.pk), "version": 99},
+        format="json",
+    )
+    assert (response.status_code, response.json()["code"]) == (422, "no_such_version")
