@@ -26,7 +26,7 @@ from agents.triggers import InvalidConditions, event_type_error, validate_condit
 from core.events import event_emit
 from core.exceptions import ApplicationError
 from core.models import ActorType, Site
-from tools.patterns import InvalidPattern, validate_pattern
+from tools.patterns import InvalidPattern, validate_patterns
 
 # Fields an agent copies from a template (and a duplicate from its original).
 CONFIG_FIELDS = tuple(f.name for f in AgentConfig._meta.get_fields() if f.concrete)
@@ -40,11 +40,10 @@ def validate_agent_fields(fields: dict[str, Any]) -> None:
     types and the shape of trigger conditions (agents.triggers)."""
     errors: dict[str, list[str]] = {}
     for name in ("allowed_tools", "denied_tools"):
-        for pattern in fields.get(name) or []:
-            try:
-                validate_pattern(pattern)
-            except InvalidPattern as exc:
-                errors.setdefault(name, []).append(exc.message)
+        try:
+            validate_patterns(fields.get(name) or [])
+        except InvalidPattern as exc:
+            errors[name] = list(exc.messages)
     schedule = fields.get("trigger_schedule")
     if schedule:
         try:
