@@ -4,6 +4,8 @@ keeps people's edits, and that every row stays in its own agency."""
 from __future__ import annotations
 
 import json
+import threading
+from io import StringIO
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from crm.models import Contact, Note, Task
 from devkit.demo import DEMO_AGENCY_SLUG, demo_data_seed, demo_model_port, demo_seed
 from devkit.demo.data import AGENTS, CONTACTS, GUARDIAN_SCHEDULE, RENEWAL_MANAGER
 from devkit.fake_server.demo import DEMO_MODEL
+from devkit.management.commands.up import Command as UpCommand
 from tests.factories import AgencyFactory, SiteFactory
 
 pytestmark = pytest.mark.django_db
@@ -95,6 +98,19 @@ def test_the_demo_agency_has_agents_of_every_type_on_the_demo_model() -> None:
     for user in (seed.admin, seed.approver):
         assert user.is_staff
         assert user.check_password("demo-agentdesk")
+
+
+def test_up_reports_what_the_seed_made_in_words_and_plurals_right() -> None:
+    seed = demo_seed(model_url=URL)
+    up = UpCommand(stdout=StringIO())
+    up._output_lock = threading.Lock()  # as handle() sets it
+
+    up._report_seed(seed)
+
+    line = up.stdout._out.getvalue()  # type: ignore[attr-defined]  # OutputWrapper's stream
+    assert "1 agency, 2 logins, 1 LLM provider, " in line, line
+    assert "1 risk rule, 1 model price" in line, line  # it said "1 prices"
+    assert "_" not in line.split("seeded: ")[1], line  # no internal kind ("risk_rules")
 
 
 def test_seeding_twice_changes_nothing() -> None:
