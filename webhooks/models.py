@@ -10,8 +10,6 @@ deliveries. Every delivery a sender names with an id is recorded once per webhoo
 
 from __future__ import annotations
 
-import secrets
-
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -19,18 +17,15 @@ from django.utils import timezone
 from agents.models import Agent, Execution
 from core import crypto
 from core.models import AgencyOwnedModel
+from core.tokens import readable_secret
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
-# Base58's letters and digits: none that a person copying by eye mistakes for another (no 0 O I l),
-# and no '-', at which a double click stops selecting. 44 of them hold 257 random bits, as many
-# as the 32 bytes secrets made before (token_urlsafe, which mixed l and I); those stay valid: a
-# secret is compared as stored, never checked for its letters.
-SECRET_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"  # noqa: S105 - letters
-SECRET_LENGTH = 44
 
 
 def new_secret() -> str:
-    return SECRET_PREFIX + "".join(secrets.choice(SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
+    # Secrets made before (token_urlsafe, which mixed l and I) stay valid: a secret is compared
+    # as stored, never checked for its letters.
+    return SECRET_PREFIX + readable_secret()
 
 
 class Webhook(AgencyOwnedModel):

@@ -2,7 +2,7 @@
 
 A key reads ``adk_<prefix>_<secret>``. The prefix is visible (lists, admin, logs) and unique, so
 a request's key is found by its prefix; only the SHA-256 of the secret is stored. SHA-256 rather
-than a slow password hash is enough because the secret is 32 random bytes, not a human password.
+than a slow password hash is enough because the secret is 257 random bits, not a human password.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from django.db import models
 from django.utils import timezone
 
 from core.models.tenancy import AgencyOwnedModel, Role
+from core.tokens import readable_secret
 
 KEY_SCHEME = "adk"
 PREFIX_BYTES = 4  # 8 hex characters
-SECRET_BYTES = 32
 # The admin flags keys that expire within this many days.
 EXPIRY_WARNING_DAYS = 14
 
@@ -33,7 +33,9 @@ def new_prefix() -> str:
 
 
 def new_secret() -> str:
-    return secrets.token_urlsafe(SECRET_BYTES)
+    # Base58, easy to copy by eye; keys made before (token_urlsafe: l and I, '-' and '_') stay
+    # valid: only the secret's hash is compared.
+    return readable_secret()
 
 
 def format_key(prefix: str, secret: str) -> str:

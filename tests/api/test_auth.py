@@ -4,6 +4,7 @@ admin sessions with CSRF, superusers, and the tenant never taken from request in
 from __future__ import annotations
 
 import hashlib
+import secrets
 
 import pytest
 from django.db import connection
@@ -11,7 +12,8 @@ from rest_framework.test import APIClient
 
 from core import tenancy
 from core.models import Role
-from core.models.api_keys import ApiKey
+from core.models.api_keys import ApiKey, hash_secret
+from core.tokens import BASE58
 from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.api.conftest import count, key_client, new_key, token_client
 
@@ -50,6 +52,21 @@ def test_api_key_is_shown_once_and_stored_hashed(tenant_a, as_role) -> None:
     assert stored_hash == hashlib.sha256(secret.encode()).hexdigest()
     # ... and the key works, as a staff member of its agency (the default role).
     assert _bearer(full_key).get(AGENTS).status_code == 200
+
+
+def test_a_new_keys_secret_is_base58_and_keys_made_before_stay_valid(tenant_a) -> None:
+    full_key = new_key(tenant_a.agency)
+    secret = full_key.split("_", 2)[2]
+    assert len(secret) == 44
+    assert set(secret) <= set(BASE58), secret  # no 0 O I l to misread, no - or _ to stop a click
+    # A key made before, with token_urlsafe's letters (l and I, - and _), still authenticates.
+    old_secret = "lI0O-_" + secrets.token_urlsafe(32)
+    with tenancy.agency_context(tenant_a.agency.id):
+        ApiKey.objects.create(
+            agency=tenant_a.agency, name="old", role=Role.STAFF, prefix="0ld0ld00",
+            secret_hash=hash_secret(old_secret),
+        )  # fmt: skip
+    assert _bearer(f"adk_0ld0ld00_{old_secret}").get(AGENTS).status_code == 200
 
 
 def test_api_key_sees_only_its_agency(tenant_a, tenant_b) -> None:
