@@ -15,13 +15,15 @@ from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from agents.admin import panels
-from agents.admin.common import changelist_link, json_display, run_link
+from agents.admin.common import changelist_link, run_link
 from agents.models import Execution
+from approvals.inbox.views.common import argument_rows
 from approvals.models import Approval, ApprovalStatus, RiskRule
 from approvals.risk import assess_risk
 from approvals.risk_rules import condition_errors
@@ -77,14 +79,27 @@ class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
         link_label="Open the inbox",
         link_url_name="approvals_inbox:list",
     )
-    proposed_arguments_pretty = json_display("proposed_arguments", "Proposed arguments")
-    edited_arguments_pretty = json_display("edited_arguments", "Edited arguments")
     fields = [
-        "inbox_link", "action_type", "action_description", "proposed_arguments_pretty",
-        "edited_arguments_pretty", "risk_level", "risk_explanation", "risk_rule", "status",
+        "inbox_link", "action_type", "action_description", "proposed_arguments_rows",
+        "edited_arguments_rows", "risk_level", "risk_explanation", "risk_rule", "status",
         "agent", "site", "execution", "tool_call", "decided_by", "decided_at",
         "decision_reason", "expires_at", "created_at",
     ]  # fmt: skip
+
+    class Media:
+        css = {"all": ["approvals/inbox.css"]}  # the argument rows' style, the inbox's own
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
+        # The title and the rows name the call by its tool (display name, schema).
+        return super().get_queryset(request).select_related("tool_call__tool")
+
+    @admin.display(description="Proposed arguments")
+    def proposed_arguments_rows(self, obj: Approval) -> SafeString:
+        return _arguments(obj, obj.proposed_arguments)
+
+    @admin.display(description="Edited arguments")
+    def edited_arguments_rows(self, obj: Approval) -> SafeString | None:
+        return None if obj.edited_arguments is None else _arguments(obj, obj.edited_arguments)
 
     @admin.display(description="Action")
     def action_summary(self, obj: Approval) -> SafeString:
@@ -103,6 +118,14 @@ class ApprovalAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
         text = "Decide in the inbox" if pending else "Open in the inbox"
         url = reverse("approvals_inbox:approval", args=[obj.pk])
         return format_html('<a class="text-primary-600 font-medium" href="{}">{}</a>', url, text)
+
+
+def _arguments(approval: Approval, arguments: Any) -> SafeString:
+    """A call's arguments as the inbox shows them: rows named in words, text as written."""
+    call = approval.tool_call
+    schema = call.tool.parameters_schema if call is not None and call.tool is not None else None
+    rows = argument_rows(arguments, schema)
+    return render_to_string("approvals/inbox/_arguments.html", {"rows": rows})
 
 
 class RiskRuleForm(forms.ModelForm[RiskRule]):

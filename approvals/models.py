@@ -138,7 +138,9 @@ class Approval(AgencyOwnedModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.action_type} ({self.status})"
+        # The admin's title and breadcrumb: named as its tool call is, "Send email (pending)".
+        tool = self.tool_call.tool_label if self.tool_call is not None else self.action_type
+        return f"{tool} ({self.get_status_display().lower()})"
 
 
 class QuestionKind(models.TextChoices):

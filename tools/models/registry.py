@@ -167,5 +167,12 @@ class ToolCall(AgencyOwnedModel):
             ),
         ]
 
+    @property
+    def tool_label(self) -> str:
+        """The tool as people read it: its display name, its name once the tool row is gone."""
+        return (self.tool.display_name if self.tool is not None else "") or self.tool_name
+
     def __str__(self) -> str:
-        return f"{self.tool_name} ({self.status})"
+        # The admin's links and titles: "Send email (waiting for approval)", not the stored
+        # "email_send (waiting_approval)".
+        return f"{self.tool_label} ({self.get_status_display().lower()})"
