@@ -17,6 +17,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from unfold.decorators import display
 
+from core.admin_empty import EmptyState
 from core.admin_scoping import ADMIN_ROLES, AgencyScopedAdmin, has_role
 from core.api_keys.services import api_key_create, api_key_revoke
 from core.models.api_keys import EXPIRY_WARNING_DAYS, ApiKey
@@ -77,6 +78,12 @@ class ApiKeyForm(forms.ModelForm[ApiKey]):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No API key yet",
+        "An API key lets a program (a CRM sync, a script) use the REST API and the live "
+        "updates as this agency, with the rights of the role it is given. Add one: its secret "
+        "is shown once, then only its prefix is listed here.",
+    )
     form = ApiKeyForm
     list_display = [
         "name", "state", "prefix", "role", "expires_at", "last_used_at", "created_by",

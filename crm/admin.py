@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from core.admin_empty import EmptyState
 from core.admin_scoping import (
     AgencyScopedAdmin,
     ScopedInlineMixin,
@@ -78,6 +79,11 @@ class TaskAdmin(CrmAdmin):
 
 @admin.register(CalendarEvent)
 class CalendarEventAdmin(CrmAdmin):
+    empty_state = EmptyState(
+        "No calendar event yet",
+        "Meetings and calls with contacts: an agent with the calendar tools books them (and "
+        "finds free times against them), or add one here.",
+    )
     list_display = ["title", "start_at", "end_at", "status", "organizer", "contact", "location"]
     list_filter = ["status"]
     list_select_related = ["contact"]
@@ -97,6 +103,11 @@ class EmailMessageAdmin(CrmAdmin):
 
 @admin.register(FormSubmission)
 class FormSubmissionAdmin(CrmAdmin):
+    empty_state = EmptyState(
+        "No form submission yet",
+        "What visitors sent through a site's forms, each with its fields and the contact it "
+        "came from; agents read them with their data tools. Add one here.",
+    )
     list_display = ["form_name", "contact", "page_url", "submitted_at"]
     list_filter = ["form_name"]
     search_fields = ["form_name", "page_url"]

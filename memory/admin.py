@@ -251,6 +251,15 @@ class MemoryAdmin(AgencyScopedAdmin):
 class MemoryChangeAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
     """What consolidation, pruning and deduplication changed, and why."""
 
+    empty_state = EmptyState(
+        "No memory changed yet",
+        "Each change to an agent's memories is listed here, with the memories as they were and "
+        "why: a memory reinforced when the agent learns it again, and, when its memories are "
+        "tidied (every 6 hours once it has 100), near-duplicates merged and old, unimportant, "
+        "unused ones forgotten. Nothing to do until then.",
+        link_label="Memories",
+        link_url_name="admin:memory_memory_changelist",
+    )
     list_display = ["change", "agent", "action", "reason_short", "actor", "created_at"]
     list_display_links = ["change"]
     change = id_column("Change")

@@ -7,6 +7,7 @@ from django.utils.safestring import SafeString
 
 from agents.admin.common import json_display, run_link
 from agents.models import AgentMessage, DecisionPoint, StateTransition
+from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 
 
@@ -60,6 +61,14 @@ class DecisionPointAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
 @admin.register(AgentMessage)
 class AgentMessageAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No agent message yet",
+        "When an agent hands work to another (its delegate_to_agent tool), the hand-over and "
+        "the answer are listed here, each with both runs. Give an agent that tool and the agents "
+        "it may call, on its Flow, teams and learning tab.",
+        link_label="Agents",
+        link_url_name="admin:agents_agent_changelist",
+    )
     list_display = [
         "message_type", "from_agent", "to_agent", "channel", "is_request", "sent_at",
         "responded_at",

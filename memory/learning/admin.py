@@ -27,6 +27,7 @@ from django.utils.safestring import SafeString
 from agents.admin import panels
 from agents.admin.common import EMPTY, id_column, json_display, link
 from agents.models import Execution
+from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin, request_agency
 from core.exceptions import ApplicationError
 from memory.learning.models import HumanMark, Investigation, LearnedPattern, RunQuality
@@ -214,6 +215,15 @@ def _mark(execution: Execution, mark: str, request: HttpRequest) -> RunQuality:
 
 @admin.register(Investigation)
 class InvestigationAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No investigation yet",
+        "When a tool returns nothing, or an error that contradicts the task, a run may spend "
+        "extra steps finding out why before it answers; each such investigation is listed here "
+        "with what it found. An agent investigates only if its Flow, teams and learning tab "
+        "grants it investigation steps (0 by default).",
+        link_label="Agents",
+        link_url_name="admin:agents_agent_changelist",
+    )
     list_display = [
         "investigation", "run", "agent", "tool_name", "trigger", "steps_used",
         "steps_granted", "outcome", "created_at",

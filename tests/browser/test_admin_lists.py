@@ -113,6 +113,12 @@ EMPTY_PAGES = {  # a new agency's empty lists, and what each says
     "members/invitation": "No invitation yet",
     "usage/budget": "No budget yet",
     "approvals/approval": "No approval is waiting",
+    "memory/memorychange": "No memory changed yet",
+    "memory/investigation": "No investigation yet",
+    "agents/agentmessage": "No agent message yet",
+    "core/apikey": "No API key yet",
+    "crm/calendarevent": "No calendar event yet",
+    "crm/formsubmission": "No form submission yet",
 }
 
 
