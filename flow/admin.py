@@ -4,11 +4,15 @@ completeness analyses, loops caught and stuck runs."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.utils.safestring import SafeString
 
 from agents.admin import panels
 from agents.admin.common import json_display, run_link
+from agents.admin.forms import JSONListField, JSONObjectField
 from agents.models import Execution
 from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
@@ -17,16 +21,37 @@ from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, S
 from flow.panels import completeness_panel, flow_panel
 from flow.replay.views import RETRY_ACTION, run_urls
 
-EXAMPLE = (
-    'Example: states [{"state": "running", "is_required": true, "max_duration_seconds": '
-    '300}, {"state": "completed", "is_required": true}]; actions [{"action": '
-    '"crm_get_contact", "is_required": true}, {"action": "email_*", "max_count": 1}]; '
-    'transitions [{"from": "running", "to": "completed", "is_required": true}].'
-)
+# Each JSON box's example, shown in it while it is empty (an empty box: nothing expected).
+EXAMPLES = {
+    "expected_states": '[{"state": "running", "is_required": true, "max_duration_seconds": 300}, '
+    '{"state": "completed", "is_required": true}]',
+    "expected_actions": '[{"action": "crm_get_contact", "is_required": true}, '
+    '{"action": "email_*", "max_count": 1}]',
+    "expected_transitions": '[{"from": "running", "to": "completed", "is_required": true}]',
+    "success_conditions": '{"status": "completed"}',
+}
+
+
+class ExpectedWorkflowForm(forms.ModelForm[ExpectedWorkflow]):
+    class Meta:
+        model = ExpectedWorkflow
+        fields = list(EXAMPLES)  # the admin adds the other fields of its fieldsets
+        field_classes = {
+            "expected_states": JSONListField,
+            "expected_actions": JSONListField,
+            "expected_transitions": JSONListField,
+            "success_conditions": JSONObjectField,
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, example in EXAMPLES.items():
+            self.fields[name].widget.attrs["placeholder"] = f"e.g. {example}"
 
 
 @admin.register(ExpectedWorkflow)
 class ExpectedWorkflowAdmin(AgencyScopedAdmin):
+    form = ExpectedWorkflowForm
     empty_state = EmptyState(
         "No expected workflow yet",
         "An expected workflow lists the states, tools and transitions a run of an agent (or of "
@@ -52,7 +77,8 @@ class ExpectedWorkflowAdmin(AgencyScopedAdmin):
             "Expected flow",
             {
                 "fields": ["expected_states", "expected_actions", "expected_transitions"],
-                "description": EXAMPLE,
+                "description": "Each box takes a JSON list, as its example shows; leave it "
+                "empty to expect nothing of that kind.",
             },
         ),
         (

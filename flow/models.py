@@ -23,7 +23,9 @@ class ExpectedWorkflow(AgencyOwnedModel):
 
     name = models.CharField(max_length=200)
     category = models.CharField(
-        max_length=50, blank=True, help_text="Seed 003's workflow_category: research, support..."
+        max_length=50,
+        blank=True,
+        help_text="A label of your own to group workflows by, e.g. research or support.",
     )
     description = models.TextField(blank=True)
     agent_type = models.CharField(
@@ -43,22 +45,23 @@ class ExpectedWorkflow(AgencyOwnedModel):
     expected_states = models.JSONField(
         default=list,
         blank=True,
-        help_text='States a run goes through: [{"state": "running", "is_required": true, '
-        '"max_duration_seconds": 120}]. States are the run statuses (pending, running, '
-        "waiting_approval, waiting_input, waiting_agent, completed, failed, cancelled, "
-        "timed_out); max_duration_seconds flags a run stuck in that state sooner or later than "
-        "the agent's stuck_after_seconds.",
+        help_text="The statuses a run should go through (pending, running, waiting_approval, "
+        "waiting_input, waiting_agent, completed, failed, cancelled, timed_out), whether each "
+        "is required, and how many seconds a run may stay in one before it counts as stuck "
+        '(max_duration_seconds; else the agent\'s own "Stuck after"). Empty: none expected.',
     )
     expected_actions = models.JSONField(
         default=list,
         blank=True,
-        help_text='Tools a run calls: [{"action": "crm_get_contact", "is_required": true, '
-        '"min_count": 1, "max_count": 5}]. action may be a wildcard pattern (crm_*).',
+        help_text="The tools a run should call (a name may end in *: crm_*), whether each is "
+        "required, and how many times at least and at most (min_count, max_count). Empty: none "
+        "expected.",
     )
     expected_transitions = models.JSONField(
         default=list,
         blank=True,
-        help_text='[{"from": "running", "to": "waiting_approval", "is_required": false}]',
+        help_text="The moves from one status to another a run should make (is_required) or may "
+        "make. Empty: none expected.",
     )
     max_duration_ms = models.PositiveIntegerField("max duration (ms)", null=True, blank=True)
     max_cost_usd = models.DecimalField(
@@ -68,8 +71,8 @@ class ExpectedWorkflow(AgencyOwnedModel):
     success_conditions = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Seed 003\'s success_conditions, e.g. {"status": '
-        '"completed"} (the analysis checks "status" and "stop_reason").',
+        help_text="When a run counts as a success: the status it ends in and, if it matters, its "
+        "stop reason (status, stop_reason). Empty: any run that ends.",
     )
     is_active = models.BooleanField("active", default=True)
 

@@ -4,6 +4,7 @@ of the registry's tools beside the tool patterns), the LLM provider's write-only
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -62,11 +63,19 @@ class JSONListField(forms.JSONField):
     """A JSON list whose empty value is an empty box (not "[]", which reads as something
     typed), and an emptied box is the empty list again (not null, which the column refuses)."""
 
+    empty_json: Callable[[], Any] = list
+
     def prepare_value(self, value: Any) -> Any:
-        return "" if value == [] else super().prepare_value(value)
+        return "" if value == self.empty_json() else super().prepare_value(value)
 
     def to_python(self, value: Any) -> Any:
-        return [] if value in self.empty_values else super().to_python(value)
+        return self.empty_json() if value in self.empty_values else super().to_python(value)
+
+
+class JSONObjectField(JSONListField):
+    """The same for a JSON object: its empty value ({}) is an empty box."""
+
+    empty_json = dict
 
 
 # The configuration's JSON lists (the model's help texts say what goes in them).

@@ -4,6 +4,7 @@ as rows and its tool by name, and the expected workflow form in words."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -58,3 +59,22 @@ def test_the_admins_approval_page_shows_arguments_as_rows_and_the_tool_by_name(
     expect(page.locator(".inbox-args pre").first).to_have_text(body)
     expect(page.get_by_role("link", name="Send Email (waiting for approval)")).to_be_visible()
     _look(page, "approval-admin")
+
+
+def test_the_expected_workflow_form_has_empty_boxes_with_examples_and_help_in_words(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    _, user = _member(Role.ADMIN)
+    page = logged_in(browser, asgi_server, user).new_page()
+    page.goto(f"{asgi_server.url}/admin/flow/expectedworkflow/add/")
+
+    for name in ("expected_states", "expected_actions", "expected_transitions"):
+        box = page.locator(f"#id_{name}")
+        expect(box).to_have_value("")
+        expect(box).to_have_attribute("placeholder", re.compile(r"^e\.g\. \[\{"))
+    expect(page.locator("#id_success_conditions")).to_have_value("")
+    expect(page.locator("#id_success_conditions")).to_have_attribute(
+        "placeholder", 'e.g. {"status": "completed"}'
+    )
+    expect(page.get_by_text("Seed 003")).to_have_count(0)
+    _look(page, "expected-workflow-add")

@@ -187,3 +187,34 @@ def test_a_loop_threshold_over_100_is_refused(client: Client, agency: Agency) ->
     assert "Ensure this value is less than or equal to 100." in _errors(response)
     with tenancy.agency_context(agency.id):
         assert Agent.objects.get(pk=agent.pk).loop_threshold == 3
+
+
+def test_the_add_form_shows_empty_boxes_with_examples_and_help_in_words(client: Client) -> None:
+    page = html.unescape(client.get(ADD).content.decode())
+
+    for name in ("expected_states", "expected_actions", "expected_transitions"):
+        box = page.split(f'name="{name}"', 1)[1].split("</textarea>", 1)[0]
+        assert box.split(">", 1)[1].strip() == "", name  # no "[]" typed in
+        assert 'placeholder="e.g. [{"' in box, name  # an example of what goes in
+    box = page.split('name="success_conditions"', 1)[1].split("</textarea>", 1)[0]
+    assert box.split(">", 1)[1].strip() == ""  # no "{}"
+    assert 'placeholder="e.g. {"status": "completed"}"' in box
+    assert "Seed 003" not in page
+    assert "A label of your own" in page  # the category's help
+
+
+def test_empty_boxes_save_no_expectation(client: Client, agency: Agency) -> None:
+    empty = {
+        "expected_states": "",
+        "expected_actions": "",
+        "expected_transitions": "",
+        "success_conditions": "",
+    }
+    response = client.post(ADD, _form(**empty))
+
+    assert response.status_code == 302, _errors(response)[-3000:]
+    [workflow] = _saved(agency)
+    assert workflow.expected_states == []
+    assert workflow.expected_actions == []
+    assert workflow.expected_transitions == []
+    assert workflow.success_conditions == {}
