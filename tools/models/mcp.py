@@ -61,6 +61,7 @@ class McpServer(AgencyOwnedModel):
     )
     is_enabled = models.BooleanField("enabled", default=True)
     timeout_seconds = models.PositiveIntegerField(
+        "timeout (seconds)",
         default=DEFAULT_TIMEOUT_SECONDS,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TIMEOUT_SECONDS)],
         help_text="The longest a tool call or a discovery may take, in all.",

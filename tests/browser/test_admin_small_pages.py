@@ -1,0 +1,49 @@
+"""Small admin pages issue 27's second review found rough, in Chromium at 1440 and 390 px
+(screenshots u8-*, none scrolling sideways on a phone): the MCP server form's labels in
+words."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from core.models import Agency, Role, User
+from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.factories import AgencyFactory, MembershipFactory
+from tests.processes import AsgiServer
+
+pytestmark = pytest.mark.slow
+SCREENS = Path("/work/notes/u8-screens")
+
+
+def _member(role: str) -> tuple[Agency, User]:
+    agency = AgencyFactory.create(slug=f"small-{uuid.uuid4().hex[:8]}")
+    return agency, MembershipFactory.create(agency=agency, role=role).user
+
+
+def _look(page: Page, name: str) -> None:
+    """Screenshots at both widths (into the notes too); no sideways scroll on a phone."""
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    for viewport, width_name in ((DESKTOP, "1440"), (PHONE, "390")):
+        page.set_viewport_size(viewport)
+        if viewport is PHONE:
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= PHONE["width"], f"{name} scrolls sideways on a phone ({width} px)"
+        path = screenshot(page, f"u8-{name}-{width_name}")
+        (SCREENS / path.name).write_bytes(path.read_bytes())
+    page.set_viewport_size(DESKTOP)
+
+
+def test_the_mcp_server_form_says_timeout_in_seconds_as_the_agent_form_does(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    _agency, user = _member(Role.ADMIN)
+    page = logged_in(browser, asgi_server, user).new_page()
+    page.goto(f"{asgi_server.url}/admin/tools/mcpserver/add/")
+    label = page.locator("label[for=id_timeout_seconds]")
+    expect(label).to_contain_text("Timeout (seconds)")  # it said "Timeout seconds"
+    _look(page, "mcp-add")
