@@ -106,7 +106,7 @@ def usage_charts(series: list[DayUsage]) -> UsageCharts:
         _dataset("Input tokens", [day.tokens_input for day in series], primary),
         _dataset("Output tokens", [day.tokens_output for day in series], light),
     )
-    runs = _chart(labels, _dataset("Runs", [day.agent_runs for day in series], primary))
+    runs = _chart(labels, _dataset("Runs ended", [day.agent_runs for day in series], primary))
     return UsageCharts(
         date_from=series[0].date,
         date_to=series[-1].date,

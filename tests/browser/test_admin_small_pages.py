@@ -1,6 +1,6 @@
 """Small admin pages issue 27's second review found rough, in Chromium at 1440 and 390 px
 (screenshots u8-*, none scrolling sideways on a phone): the MCP server form's labels in
-words."""
+words and the home's runs chart saying which runs it counts."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from agents.models import ExecutionStatus
 from core.models import Agency, Role, User
+from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
 from tests.factories import AgencyFactory, MembershipFactory
 from tests.processes import AsgiServer
+from tests.usage.factories import UsageDailyFactory
 
 pytestmark = pytest.mark.slow
 SCREENS = Path("/work/notes/u8-screens")
@@ -47,3 +50,24 @@ def test_the_mcp_server_form_says_timeout_in_seconds_as_the_agent_form_does(
     label = page.locator("label[for=id_timeout_seconds]")
     expect(label).to_contain_text("Timeout (seconds)")  # it said "Timeout seconds"
     _look(page, "mcp-add")
+
+
+def test_the_homes_runs_chart_says_it_counts_runs_that_ended(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    agency, user = _member(Role.STAFF)
+    agent = AgentFactory.create(agency=agency)
+    for status in (ExecutionStatus.COMPLETED, ExecutionStatus.FAILED, ExecutionStatus.RUNNING):
+        ExecutionFactory.create(agent=agent, status=status)
+    UsageDailyFactory.create(agent=agent, agent_runs=2)  # written as each run ended
+    page = logged_in(browser, asgi_server, user).new_page()
+
+    page.goto(f"{asgi_server.url}/admin/")
+    # It said "Runs, last 14 days: 2" while the executions list said "All 3".
+    expect(page.locator("#home-charts")).to_contain_text("Runs ended, last 14 days: 2")
+    _look(page, "home")
+    page.goto(f"{asgi_server.url}/admin/agents/execution/")
+    _look(page, "executions")
+    page.goto(f"{asgi_server.url}/admin/usage/usagedaily/")
+    expect(page.get_by_text("Runs ended: 2")).to_be_visible()  # its chart counts the same
+    _look(page, "daily-usage")
