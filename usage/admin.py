@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db.models import Model
 from django.http import HttpRequest
 from django.utils.formats import date_format
 from django.utils.html import format_html_join
@@ -168,8 +169,8 @@ class BudgetForm(forms.ModelForm[Budget]):
             "a later day sets another. Today's date sets a daily budget from now on.",
             "limit_usd": "What all of the agency's agents may spend together in one day (from "
             "midnight, server time) on model calls: runs, memory extraction and quality "
-            "judging, at the model prices. A run whose next model call does not fit stops "
-            "with budget_exceeded; tools cost nothing.",
+            "judging, at the model prices. A run whose next model call does not fit stops, "
+            'marked "Daily budget exceeded"; tools cost nothing.',
         }
 
     def clean_limit_usd(self) -> Any:
@@ -190,9 +191,11 @@ class BudgetAdmin(CsvExportMixin, AgencyScopedAdmin):
 
     empty_state = EmptyState(
         "No budget yet",
-        "A budget is a daily limit on what your agency's agents spend together on model calls, "
-        "from the day it starts on: a run whose next call would not fit stops. Without one, "
-        "spending is not capped. Add one to set a limit.",
+        "A budget is a daily limit on what your agency's agents spend together on model calls "
+        "(runs, memory extraction, quality judging; tools cost nothing). It recurs: from the day "
+        "it starts on, every day after it, until one starting later sets another limit. A run "
+        "whose next call would not fit stops. Without one, spending is not capped. Add one "
+        "starting today to set a limit.",
     )
 
     csv_columns = [
@@ -228,6 +231,11 @@ class BudgetAdmin(CsvExportMixin, AgencyScopedAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Budget | None = None) -> Any:
         return ["date", "limit_usd", "spent"] if obj is not None else ["date", "limit_usd"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        # A heading over the form: the add page had none, only its two fields.
+        (_name, options), *rest = super().get_fieldsets(request, obj)
+        return [("Daily spending limit", options), *rest]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Budget | None = None) -> Any:
         return ["date", "spent"] if obj is not None else []

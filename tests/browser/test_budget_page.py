@@ -60,6 +60,7 @@ def test_the_budget_list_says_what_a_budget_is_and_todays_spend_against_it(
     expect(about).to_contain_text("daily limit")
     expect(about).to_contain_text("every day after it")
     expect(about).to_contain_text("model calls")
+    expect(about).not_to_contain_text("budget_exceeded")  # in words: "Daily budget exceeded"
     headers = page.locator("#result_list thead").inner_text()
     assert "Spent that day" in headers
     assert not [c for c in COUNTERS if c.lower() in headers.lower()], headers
@@ -77,3 +78,27 @@ def test_the_budget_list_says_what_a_budget_is_and_todays_spend_against_it(
     expect(form).to_contain_text("Spent that day")
     expect(form).to_contain_text("$1.25 (25 %)")
     assert not [c for c in COUNTERS if c.lower() in form.inner_text().lower()]
+
+
+def test_a_new_agencys_budget_pages_explain_once_in_words_and_the_form_has_a_heading(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    agency = AgencyFactory.create()
+    user = MembershipFactory.create(agency=agency, role=Role.ADMIN).user
+    page = logged_in(browser, asgi_server, user).new_page()
+    base = f"{asgi_server.url}/admin/usage/budget/"
+
+    _at_both_widths(page, base, "u8-budget-list-empty")
+    # Explained once: the empty state, not a card beside it saying the same.
+    expect(page.locator("[data-budget-about]")).to_have_count(0)
+    empty = page.locator("#empty-state")
+    expect(empty.get_by_role("heading")).to_have_text("No budget yet")
+    expect(empty).to_contain_text("every day after it")
+    expect(page.locator("[data-budget-today]")).not_to_contain_text("Add budget")
+    assert "budget_exceeded" not in page.locator("#main, main").first.inner_text()
+
+    _at_both_widths(page, f"{base}add/", "u8-budget-add")
+    form = page.locator("form#budget_form")
+    expect(form.get_by_role("heading", name="Daily spending limit")).to_be_visible()
+    expect(form).to_contain_text('stops, marked "Daily budget exceeded"')
+    assert "budget_exceeded" not in form.inner_text()
