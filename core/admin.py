@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -9,22 +8,19 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
 from unfold.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationForm
 
 # Registered when the admin discovers this module, on the site the theme installs (unfold replaces
 # admin.site in its ready(), after core's: an admin registered from core's ready() was lost).
-from core import admin_api_keys, admin_third_party  # noqa: F401
+from core import admin_api_keys, admin_events, admin_third_party  # noqa: F401
 from core.admin_scoping import (
     AgencyScopedAdmin,
     ModelAdmin,
     NotFoundIs404Mixin,
-    ReadOnlyAdminMixin,
     request_agency,
     request_membership,
 )
-from core.models import Agency, Event, Role, Site, User
+from core.models import Agency, Role, Site, User
 from core.selectors import agency_row_counts
 from core.services import agency_delete
 
@@ -152,28 +148,3 @@ class SiteAdmin(AgencyScopedAdmin):
 
 
 # Members (Membership) are in members/admin.py, beside invitations.
-
-
-@admin.register(Event)
-class EventAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
-    """The automation events log, read-only: events are emitted by services and the API."""
-
-    list_display = [
-        "event_type", "source_module", "source_entity_type", "source_entity_id", "actor_type",
-        "created_at", "processed_at",
-    ]  # fmt: skip
-    list_filter = ["actor_type", "source_module", "source_entity_type"]
-    date_hierarchy = "created_at"
-    search_fields = ["event_type", "source_entity_id", "actor_id"]
-    fields = [
-        "event_type", "site", "payload_pretty", "source_module", "source_entity_type",
-        "source_entity_id", "actor_type", "actor_user", "actor_id", "idempotency_key",
-        "source_execution_id", "chain_depth", "created_at", "processed_at",
-    ]  # fmt: skip
-
-    @admin.display(description="Payload")
-    def payload_pretty(self, obj: Event | None) -> SafeString | str:
-        if obj is None or not obj.payload:
-            return "-"
-        text = json.dumps(obj.payload, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-        return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)

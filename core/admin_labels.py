@@ -7,6 +7,9 @@ from typing import Any
 
 from django.contrib import admin
 
+# A link inside a table cell or a read-only field, coloured as the theme colours links.
+LINK = '<a href="{}" class="text-primary-600 dark:text-primary-500">{}</a>'
+
 
 def titled(
     title: str, base: type[admin.FieldListFilter] = admin.BooleanFieldListFilter

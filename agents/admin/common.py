@@ -17,11 +17,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from unfold.widgets import UnfoldAdminExpandableTextareaWidget, UnfoldAdminTextInputWidget
 
+from core.admin_labels import LINK
 from core.admin_scoping import ScopedInlineMixin, TabularInline
 
 EMPTY = "-"
-# A link inside a table cell or a read-only field, coloured as the theme colours links.
-LINK = '<a href="{}" class="text-primary-600 dark:text-primary-500">{}</a>'
 
 
 class CommaListField(SimpleArrayField):

@@ -1,6 +1,7 @@
 """Small admin pages issue 27's second review found rough, in Chromium at 1440 and 390 px
-(screenshots u8-*, none scrolling sideways on a phone): the MCP server form's labels in
-words and the home's runs chart saying which runs it counts."""
+(screenshots u8-*, none scrolling sideways on a phone): the MCP server form's labels in words,
+the events list's sources in words with what each is about linked, and the home's runs chart
+saying which runs it counts."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from agents.models import ExecutionStatus
-from core.models import Agency, Role, User
+from core import tenancy
+from core.models import Agency, Event, Role, User
 from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.crm.factories import ContactFactory
 from tests.factories import AgencyFactory, MembershipFactory
 from tests.processes import AsgiServer
 from tests.usage.factories import UsageDailyFactory
@@ -50,6 +53,39 @@ def test_the_mcp_server_form_says_timeout_in_seconds_as_the_agent_form_does(
     label = page.locator("label[for=id_timeout_seconds]")
     expect(label).to_contain_text("Timeout (seconds)")  # it said "Timeout seconds"
     _look(page, "mcp-add")
+
+
+def test_the_events_list_names_sources_in_words_and_links_what_each_is_about(
+    browser: Browser, asgi_server: AsgiServer, live_db: Any
+) -> None:
+    agency, user = _member(Role.ADMIN)
+    with tenancy.agency_context(agency.id):
+        execution = ExecutionFactory.create(agent=AgentFactory.create(agency=agency))
+        contact = ContactFactory.create(agency=agency, site=execution.site)
+        for module, kind, entity_id, event_type in (
+            ("agents", "execution", execution.pk, "ai.execution.completed"),
+            ("crm", "contact", contact.pk, "crm.contact.created"),
+        ):
+            Event.objects.create(
+                agency=agency, event_type=event_type, source_module=module,
+                source_entity_type=kind, source_entity_id=str(entity_id),
+            )  # fmt: skip
+    page = logged_in(browser, asgi_server, user).new_page()
+    page.goto(f"{asgi_server.url}/admin/core/event/")
+
+    rows = page.locator("#result_list tbody tr")
+    run_row = rows.filter(has_text="ai.execution.completed")
+    expect(run_row.locator("td.field-source")).to_have_text("Agents")
+    expect(run_row.get_by_role("link", name=f"Run {str(execution.pk)[:8]}")).to_have_attribute(
+        "href", f"/admin/agents/execution/{execution.pk}/change/"
+    )
+    contact_row = rows.filter(has_text="crm.contact.created")
+    expect(contact_row.locator("td.field-source")).to_have_text("CRM")  # it said "crm"
+    contact_row.get_by_role("link", name=f"Contact {str(contact.pk)[:8]}").click()
+    expect(page).to_have_url(f"{asgi_server.url}/admin/crm/contact/{contact.pk}/change/")
+    page.go_back()
+    expect(page.locator("#changelist-filter, [data-filter]").first).to_be_attached()
+    _look(page, "events")
 
 
 def test_the_homes_runs_chart_says_it_counts_runs_that_ended(
