@@ -1,6 +1,9 @@
-"""Evaluations in the admin: datasets (added here; their cases come from runs, the API or a JSONL
-import), their immutable versions and cases (a case edited here is saved as a new version of its
-dataset: the one shown is never changed), and experiments with each case's score (read only)."""
+"""Evaluations in the admin: datasets (added here; the page lists its current cases and its
+versions, and runs an experiment), their immutable versions, test cases (written here by hand,
+saved from a run, imported over the API; a case added or edited here is saved as a new version
+of its dataset: the one shown is never changed), and experiments with each case's score (read
+only: started from a dataset's page, the API or the command, never "added"; the admin has no
+add page for them, rather than one that answers 403)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from unfold.decorators import action
+from unfold.enums import ActionVariant
 
 from agents.admin.common import ReadOnlyInline
 from agents.models import Execution
@@ -25,14 +30,36 @@ from core.admin_scoping import (
     request_agency,
 )
 from core.exceptions import ApplicationError
+from evals.admin_case import CASE_FIELDS, TestCaseForm, expectations_summary
+from evals.admin_run import run_experiment
 from evals.admin_save_case import save_case
-from evals.models import Dataset, DatasetVersion, Experiment, ExperimentResult, TestCase
-from evals.services.datasets import dataset_case_change, dataset_create, export_jsonl
+from evals.models import (
+    Dataset,
+    DatasetVersion,
+    Experiment,
+    ExperimentResult,
+    ExperimentStatus,
+    ResultStatus,
+    TestCase,
+)
+from evals.services.datasets import (
+    dataset_case_add,
+    dataset_case_change,
+    dataset_create,
+    export_jsonl,
+)
 
-_CASE_FIELDS = [
-    "name", "input", "trigger_type", "trigger_payload", "conversation", "recorded_calls",
-    "expectations",
-]  # fmt: skip
+_LINK = "text-primary-600 dark:text-primary-500"
+_VERSIONS_SHOWN = 20
+
+
+class NoAddPageMixin:
+    """For rows staff never add by hand: no add URL at all (a 404 like any unknown page), not
+    one that answers 403 "Not allowed"."""
+
+    def get_urls(self) -> list[URLPattern]:
+        urls: list[URLPattern] = super().get_urls()  # type: ignore[misc]
+        return [u for u in urls if not (u.name or "").endswith("_add")]
 
 
 @admin.register(Dataset)
@@ -45,15 +72,84 @@ class DatasetAdmin(AgencyScopedAdmin):
     list_display = ["name", "agent", "version", "case_count", "updated_at"]
     search_fields = ["name", "agent__name"]
     list_select_related = ["agent", "current_version"]
-    fields = ["name", "agent", "description", "current_version"]
-    readonly_fields = ["current_version"]
+    fields = ["name", "agent", "description", "current_version", "cases_list", "versions_list"]
+    readonly_fields = ["current_version", "cases_list", "versions_list"]
     actions = ["export"]
+    actions_detail = ["run_experiment"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).annotate(cases=Count("current_version__cases"))
 
+    def get_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        return self.fields if obj is not None else ["name", "agent", "description"]
+
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
-        return ["current_version", "agent"] if obj is not None else ["current_version"]
+        return [*self.readonly_fields, "agent"] if obj is not None else []
+
+    @admin.display(description="Test cases")
+    def cases_list(self, obj: Dataset) -> SafeString:
+        """The current version's cases: each a link to its page, with what it expects."""
+        cases = TestCase.objects.filter(version_id=obj.current_version_id).order_by("position")
+        rows = format_html_join(
+            "",
+            '<li class="py-1"><a href="{}" class="{}">{}</a>'
+            '<div class="text-font-subtle-light dark:text-font-subtle-dark">Expects: {}</div>'
+            "</li>",
+            (
+                (
+                    reverse("admin:evals_testcase_change", args=[c.pk]),
+                    _LINK,
+                    c.name,
+                    expectations_summary(c.expectations),
+                )
+                for c in cases
+            ),
+        )
+        add = reverse("admin:evals_testcase_add") + f"?dataset={obj.pk}"
+        empty = "" if rows else "No test case in this version yet. "
+        return format_html(
+            '<ol class="list-decimal pl-5" style="overflow-wrap: anywhere">{}</ol>'
+            '<p class="mt-2">{}<a href="{}" class="{}">Write a test case by hand</a>, or save '
+            "one from an ended run's page.</p>",
+            rows,
+            empty,
+            add,
+            _LINK,
+        )
+
+    @admin.display(description="Versions")
+    def versions_list(self, obj: Dataset) -> SafeString:
+        versions = obj.versions.annotate(n=Count("cases")).order_by("-number")
+        return format_html_join(
+            "",
+            '<div class="py-0.5"><a href="{}" class="{}">Version {}</a>{}: {}, {} case{}, {}</div>',
+            (
+                (
+                    reverse("admin:evals_datasetversion_change", args=[v.pk]),
+                    _LINK,
+                    v.number,
+                    " (current)" if v.pk == obj.current_version_id else "",
+                    v.change_summary or "-",
+                    v.n,
+                    "" if v.n == 1 else "s",
+                    v.created_at.strftime("%b %-d, %Y %H:%M"),
+                )
+                for v in versions[:_VERSIONS_SHOWN]
+            ),
+        )
+
+    def has_run_experiment_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_change_permission(request)
+
+    @action(
+        description="Run experiment",
+        icon="play_arrow",
+        variant=ActionVariant.PRIMARY,
+        url_path="run-experiment",
+        permissions=["run_experiment"],
+    )
+    def run_experiment(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return run_experiment(self, request, self.get_object(request, object_id))
 
     @admin.display(description="Version", ordering="current_version__number")
     def version(self, obj: Dataset) -> str:
@@ -124,7 +220,7 @@ class CaseInline(ReadOnlyInline):
 
 
 @admin.register(DatasetVersion)
-class DatasetVersionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+class DatasetVersionAdmin(NoAddPageMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
     list_display = ["dataset", "number", "change_summary", "created_at"]
     list_select_related = ["dataset"]
     search_fields = ["dataset__name"]
@@ -134,14 +230,33 @@ class DatasetVersionAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
 
 @admin.register(TestCase)
 class TestCaseAdmin(AgencyScopedAdmin):
+    empty_state = EmptyState(
+        "No test case yet",
+        "A test case is what a run started with and what it must do. Save one from an ended "
+        "run's page (Save as a test case), write one here into a dataset, or import JSONL "
+        "over the API.",
+        "Datasets",
+        "admin:evals_dataset_changelist",
+    )
+    form = TestCaseForm
     list_display = ["name", "version", "position", "updated_at"]
     list_select_related = ["version__dataset"]
     search_fields = ["name", "input", "version__dataset__name"]
-    fields = ["version", "key", *_CASE_FIELDS, "saved_from"]
+    fields = ["version", "key", *CASE_FIELDS, "saved_from"]
     readonly_fields = ["version", "key", "saved_from"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # from a run, the API or a JSONL import
+    def get_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        return self.fields if obj is not None else ["dataset", *CASE_FIELDS]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        return self.readonly_fields if obj is not None else []
+
+    def get_form(
+        self, request: HttpRequest, obj: Model | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        datasets = DatasetAdmin(Dataset, self.admin_site).get_queryset(request)
+        return type(form.__name__, (form,), {"datasets": datasets})
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False  # a version's cases stay as they were (remove one over the API)
@@ -151,18 +266,29 @@ class TestCaseAdmin(AgencyScopedAdmin):
         if obj.source_execution_id is None:
             return "-"
         url = reverse("admin:agents_execution_change", args=[obj.source_execution_id])
-        return format_html('<a href="{}">{}</a>', url, str(obj.source_execution_id)[:8])
+        return format_html(
+            '<a href="{}" class="{}">{}</a>', url, _LINK, str(obj.source_execution_id)[:8]
+        )
 
     def save_model(
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
-        dataset = obj.version.dataset
-        changes = {name: form.cleaned_data[name] for name in form.changed_data}
-        version = dataset_case_change(
-            dataset=dataset, key=str(obj.key), changes=changes, user_id=request.user.pk
-        )
-        new = TestCase.objects.get(version=version, key=obj.key)
-        obj.pk = new.pk  # the page goes on with the new version's case; the old is unchanged
+        """Through the services (the form has checked the case by their rules): a new version
+        of the dataset, the page going on with its copy of the case."""
+        assert isinstance(form, TestCaseForm)
+        if change:
+            dataset = obj.version.dataset
+            changes = {name: form.cleaned_data[name] for name in form.changed_data}
+            version = dataset_case_change(
+                dataset=dataset, key=str(obj.key), changes=changes, user_id=request.user.pk
+            )
+            new = TestCase.objects.get(version=version, key=obj.key)
+        else:
+            dataset = form.cleaned_data["dataset"]
+            version = dataset_case_add(dataset=dataset, case=form.case(), user_id=request.user.pk)
+            new = TestCase.objects.filter(version=version).order_by("-position")[0]
+        obj.pk, obj.key, obj.version = new.pk, new.key, version  # the old case is unchanged
+        obj._state.adding = False
         messages.info(request, f"Saved as version {version.number} of {dataset.name}.")
 
 
@@ -186,7 +312,7 @@ class ResultInline(ScopedInlineMixin, StackedInline):
         if obj.execution_id is None:
             return "-"
         url = reverse("admin:agents_execution_change", args=[obj.execution_id])
-        return format_html('<a href="{}">{}</a>', url, str(obj.execution_id)[:8])
+        return format_html('<a href="{}" class="{}">{}</a>', url, _LINK, str(obj.execution_id)[:8])
 
     @admin.display(description="Tokens")
     def tokens(self, obj: ExperimentResult) -> int:
@@ -209,20 +335,30 @@ class ResultInline(ScopedInlineMixin, StackedInline):
 
 
 @admin.register(Experiment)
-class ExperimentAdmin(ReadOnlyAdminMixin, AgencyScopedAdmin):
+class ExperimentAdmin(NoAddPageMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
     empty_state = EmptyState(
         "No experiment yet",
-        "An experiment runs a dataset against an agent version: start one over the API or with "
-        "manage.py eval run.",
+        "An experiment runs a dataset against an agent version: start one from a dataset's "
+        "page (Run experiment), over the API or with manage.py eval run.",
+        "Datasets",
+        "admin:evals_dataset_changelist",
     )
     list_display = ["agent", "agent_version", "dataset_version", "status", "pass_rate_shown",
                     "cost_usd", "created_at"]  # fmt: skip
     list_filter = ["status"]
     list_select_related = ["agent", "agent_version", "dataset_version__dataset"]
     fields = readonly_fields = ("agent", "agent_version", "dataset_version", "status",
-                                "pass_rate_shown", "tokens", "cost_usd", "created_at",
+                                "progress", "pass_rate_shown", "tokens", "cost_usd", "created_at",
                                 "finished_at")  # fmt: skip
     inlines = [ResultInline]
+
+    @admin.display(description="Progress")
+    def progress(self, obj: Experiment) -> str:
+        done = obj.results.exclude(status=ResultStatus.RUNNING).count()
+        if obj.status == ExperimentStatus.COMPLETED:
+            return f"{done} of {obj.case_count} cases done"
+        # templates/admin/evals/experiment/change_form.html reloads the page while it runs.
+        return f"{done} of {obj.case_count} cases done (this page reloads until all are)"
 
     @admin.display(description="Passed")
     def pass_rate_shown(self, obj: Experiment) -> str:
