@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Sum
 
-from agents.models import Agent, Execution, ExecutionStatus
+from agents.models import Agent, Execution, ExecutionPurpose, ExecutionStatus
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,13 @@ class RunCounts:
 
 
 def agent_run_counts(*, agent: Agent) -> RunCounts:
-    """One query; filters on the agent's agency explicitly."""
+    """Its runs (an experiment's evaluation runs are none of them). One query; filters on the
+    agent's agency explicitly."""
     rows = {
         row["status"]: row
-        for row in Execution.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk)
+        for row in Execution.objects.filter(
+            agency_id=agent.agency_id, agent_id=agent.pk, purpose=ExecutionPurpose.RUN
+        )
         .order_by()
         .values("status")
         .annotate(

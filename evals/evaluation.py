@@ -1,5 +1,6 @@
-"""What an experiment's run is and did: the mark that makes a run an experiment's (its
-``initial_context["evaluation"]``, set by evals.services.experiments), and the facts of a run
+"""What an experiment's run is and did: the mark that says which experiment, result and case a
+run is for (its ``initial_context["evaluation"]``, set by evals.services.experiments with the
+run's ``purpose`` "evaluation", which the lifecycle and memory read), and the facts of a run
 its case's expectations are checked against (evals/expectations.py)."""
 
 from __future__ import annotations

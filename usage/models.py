@@ -25,14 +25,17 @@ def today() -> datetime.date:
 
 
 class UsagePurpose(models.TextChoices):
-    """What a row's model calls were for: a run's own (its steps, counted on the run), or the
-    work after a run that the budget counts too but no run's cost includes."""
+    """What a row's model calls were for: a run's own (its steps, counted on the run), an
+    experiment's runs (evaluation: real spend, but no run of the agent's), or the work after a
+    run that the budget counts too but no run's cost includes."""
 
     RUN = "run", "Runs"
     MEMORY_EXTRACTION = "memory_extraction", "Memory extraction (after runs)"
     QUALITY_JUDGE = "quality_judge", "Quality judging (after runs)"
     MEMORY_MERGE = "memory_merge", "Memory consolidation"
     MEMORY = "memory", "Memory"
+    # An experiment's runs (evals/): real spend, the budget counts it, but no run of the agent's.
+    EVALUATION = "evaluation", "Evaluations"
 
 
 class UsageDaily(AgencyOwnedModel):

@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from agents.models import TERMINAL_STATUSES, Agent, Execution
+from agents.models import TERMINAL_STATUSES, Agent, Execution, ExecutionPurpose
 from core.models import Agency
 from usage.models import Budget, UsageDaily, UsagePurpose, today
 
@@ -160,6 +160,7 @@ class AgentSpendToday:
     going_runs: int  # runs not ended yet (running, or waiting for a person, another agent, a time)
     going_usd: Decimal  # what they have spent so far
     after_runs_usd: Decimal  # model calls after runs: memory extraction, quality judging
+    evaluations_usd: Decimal = Decimal(0)  # its experiments' runs (evals/): none of its runs
 
     @property
     def runs_usd(self) -> Decimal:
@@ -169,7 +170,7 @@ class AgentSpendToday:
     @property
     def spent_usd(self) -> Decimal:
         """All of it, as the daily budget counts it."""
-        return self.runs_usd + self.after_runs_usd
+        return self.runs_usd + self.after_runs_usd + self.evaluations_usd
 
 
 def agent_spend_today(*, agent: Agent) -> AgentSpendToday:
@@ -178,17 +179,23 @@ def agent_spend_today(*, agent: Agent) -> AgentSpendToday:
     they have spent so far (kept on their own rows, step by step), and apart from the runs, what
     memory extraction and quality judging called after them. Without the second, a run waiting
     for an answer had cost money and the agent's day still said 0; without the third apart, the
-    runs' figure was above the cost of the runs it counted. Filters on the agent's agency
-    explicitly."""
+    runs' figure was above the cost of the runs it counted. Its experiments' runs (evaluation
+    runs) are none of its runs: those that ended today are apart too, those going not counted.
+    Filters on the agent's agency explicitly."""
     rows = UsageDaily.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk, date=today())
     ended = run_rows(rows).aggregate(
         runs=Coalesce(Sum("agent_runs"), 0), cost=Coalesce(Sum("cost_usd"), Decimal(0))
     )
-    after = rows.exclude(purpose=UsagePurpose.RUN).aggregate(
+    after = rows.exclude(purpose__in=(UsagePurpose.RUN, UsagePurpose.EVALUATION)).aggregate(
+        cost=Coalesce(Sum("cost_usd"), Decimal(0))
+    )
+    evaluations = rows.filter(purpose=UsagePurpose.EVALUATION).aggregate(
         cost=Coalesce(Sum("cost_usd"), Decimal(0))
     )
     going = (
-        Execution.objects.filter(agency_id=agent.agency_id, agent_id=agent.pk)
+        Execution.objects.filter(
+            agency_id=agent.agency_id, agent_id=agent.pk, purpose=ExecutionPurpose.RUN
+        )
         .exclude(status__in=TERMINAL_STATUSES)
         .aggregate(runs=Count("id"), cost=Coalesce(Sum("cost_usd"), Decimal(0)))
     )
@@ -198,4 +205,5 @@ def agent_spend_today(*, agent: Agent) -> AgentSpendToday:
         going_runs=going["runs"],
         going_usd=going["cost"],
         after_runs_usd=after["cost"],
+        evaluations_usd=evaluations["cost"],
     )

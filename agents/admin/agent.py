@@ -29,7 +29,7 @@ from agents.admin.agent_tabs import FIELDSETS, STATS, STATS_FIELDS
 from agents.admin.common import COMPACT_WIDGETS, EMPTY
 from agents.admin.display import schedule_summary
 from agents.admin.forms import AgentForm, ToolPatternsWidget, TryItForm
-from agents.models import Agent, AgentGoal, AgentVersion, Execution
+from agents.models import Agent, AgentGoal, AgentVersion, Execution, ExecutionPurpose
 from agents.services import (
     agent_activate,
     agent_create,
@@ -108,12 +108,13 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
     @admin.display(description="Runs", ordering="run_count")
     def runs(self, obj: Agent) -> int:
         """Its runs, counted as its page and the executions list count them (the agent's
-        total_runs counts only those that ended completed or failed)."""
+        total_runs counts only those that ended completed or failed; neither counts its
+        experiments' evaluation runs)."""
         return int(getattr(obj, "run_count", 0))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
         runs = (
-            Execution.objects.filter(agent=OuterRef("pk"))
+            Execution.objects.filter(agent=OuterRef("pk"), purpose=ExecutionPurpose.RUN)
             .order_by()
             .values("agent")
             .annotate(runs=Count("id"))

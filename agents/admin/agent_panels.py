@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 from agents.admin.common import admin_url, changelist_link
 from agents.admin.display import ToolAccess, tool_access_preview
 from agents.admin.panels import tool_notes
-from agents.models import Agent, Execution
+from agents.models import Agent, Execution, ExecutionPurpose
 from agents.selectors import agent_run_counts
 from tools.models import Tool
 from tools.selectors import active_tools
@@ -87,7 +87,9 @@ def runs_panel(agent: Agent) -> SafeString:
     and what they used."""
     counts = agent_run_counts(agent=agent)
     runs = f"{counts.total} run{'' if counts.total == 1 else 's'}"
-    total = changelist_link(Execution, runs, agent__id__exact=agent.pk)
+    # Its runs, not its experiments' (evaluation runs): the list filtered as the counts are.
+    its_runs = {"agent__id__exact": agent.pk, "purpose__exact": ExecutionPurpose.RUN.value}
+    total = changelist_link(Execution, runs, **its_runs)
     if not counts.by_status:
         return total
     parts = format_html_join(
@@ -98,7 +100,7 @@ def runs_panel(agent: Agent) -> SafeString:
                 changelist_link(
                     Execution,
                     f"{number} {status.label.lower()}",
-                    agent__id__exact=agent.pk,
+                    **its_runs,
                     status__exact=status.value,
                 ),
             )
@@ -147,13 +149,21 @@ def budget_panel(agent: Agent) -> SafeString:
         if mine.going_runs
         else ""
     )
+    apart = [
+        format_html("{} after them (memory extraction, quality judging)", usd(mine.after_runs_usd))
+        if mine.after_runs_usd
+        else "",
+        format_html("{} for its experiments' runs", usd(mine.evaluations_usd))
+        if mine.evaluations_usd
+        else "",
+    ]
     after = (
         format_html(
-            "; {} after them (memory extraction, quality judging): {} in all",
-            usd(mine.after_runs_usd),
+            "; {}: {} in all",
+            format_html_join("; ", "{}", ((part,) for part in apart if part)),
             usd(mine.spent_usd),
         )
-        if mine.after_runs_usd
+        if any(apart)
         else ""
     )
     return format_html(

@@ -60,7 +60,8 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
     ]  # fmt: skip
     list_display_links = ["run"]
     run = id_column("Run")
-    list_filter = ["status", "trigger_type", "stop_reason", AGENT_FILTER]
+    # "Purpose": the agent's runs apart from its experiments' (evaluation runs, evals/).
+    list_filter = ["status", "purpose", "trigger_type", "stop_reason", AGENT_FILTER]
     list_select_related = ["agent"]
     date_hierarchy = "created_at"
     search_fields = ["agent__name", "input", "output", "error", "trace_id"]

@@ -17,6 +17,7 @@ from agents.models import Execution, ExecutionStatus, TransitionType
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
 from ops import metrics
+from usage.models import UsagePurpose
 from usage.services import usage_record_llm_call
 
 
@@ -32,10 +33,10 @@ def finish_execution(
     by_worker: bool = False,
 ) -> None:
     """End a run: status and summary on the row (the caller writes it: ``tx``'s statement, or
-    its own save), transition, agent stats, the after-run work it is owed, usage, the run-ended
-    listeners (in their order) and the ``ai.execution.*`` event, all in the caller's
-    transaction. ``by_worker``: the run's own worker ends it in one of its steps (see
-    :class:`RunEnded`)."""
+    its own save), transition, agent stats and the after-run work it is owed (neither for an
+    evaluation run), usage, the run-ended listeners (in their order) and the ``ai.execution.*``
+    event, all in the caller's transaction. ``by_worker``: the run's own worker ends it in one
+    of its steps (see :class:`RunEnded`)."""
     now = timezone.now()
     from_status = execution.status
     record_transition(
@@ -58,8 +59,11 @@ def finish_execution(
     execution.lease_owner = ""
     execution.wait_until = None
     release_budget_reservation(execution)
-    _update_agent_stats(execution)
-    after_run.record(execution)  # sent once this commits, and again until it is done
+    # An evaluation run (an experiment's: ExecutionPurpose) is no run of the agent's work: its
+    # stats leave it out, and nothing is learned from it (its tool replies were recorded ones).
+    if not execution.is_evaluation:
+        _update_agent_stats(execution)
+        after_run.record(execution)  # sent once this commits, and again until it is done
     _record_usage(execution)
     # The features' part (the memory episode, a delegation's end, decisions still pending):
     # after usage, whose row lock the end of a delegated run's children takes next.
@@ -160,7 +164,8 @@ WHERE id = %(agent)s
 
 def _record_usage(execution: Execution) -> None:
     """The run's model usage into today's usage row, once, when the run ends: the execution row
-    carries the totals step by step, so a crash loses nothing and nothing is counted twice."""
+    carries the totals step by step, so a crash loses nothing and nothing is counted twice. An
+    evaluation run's on rows of their own: real spend, but none of the agent's runs."""
     snapshot = execution.config_snapshot or {}
     usage_record_llm_call(
         agency_id=execution.agency_id,
@@ -178,4 +183,5 @@ def _record_usage(execution: Execution) -> None:
         runs=1,
         llm_calls=execution.llm_call_count,
         tool_calls=execution.tool_call_count,
+        purpose=UsagePurpose.EVALUATION if execution.is_evaluation else UsagePurpose.RUN,
     )

@@ -62,6 +62,17 @@ class TriggerType(models.TextChoices):
     AGENT = "agent", "Another agent"  # delegation by an orchestrator
 
 
+class ExecutionPurpose(models.TextChoices):
+    """What a run is for. An evaluation run (an experiment's, evals/) goes through the real
+    runtime on recorded tool replies: its tokens are real spend (the budget counts them, usage
+    keeps them on "evaluation" rows), but it is no run of the agent's work: the lifecycle leaves
+    the agent's stats alone and owes it no after-run work (memory, quality, learning), and
+    memory records no episode of it."""
+
+    RUN = "run", "Run"
+    EVALUATION = "evaluation", "Evaluation"
+
+
 # The longest instruction a run may be started with (API and admin alike).
 INPUT_MAX_CHARS = 20_000
 
@@ -86,6 +97,9 @@ class Execution(AgencyOwnedModel):
     depth = models.PositiveSmallIntegerField(default=0)
 
     trigger_type = models.CharField(max_length=16, choices=TriggerType.choices)
+    purpose = models.CharField(
+        max_length=16, choices=ExecutionPurpose.choices, default=ExecutionPurpose.RUN
+    )
     trigger_event = models.ForeignKey(
         Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -204,6 +218,11 @@ class Execution(AgencyOwnedModel):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def is_evaluation(self) -> bool:
+        """An experiment's run, not the agent's work (:class:`ExecutionPurpose`)."""
+        return self.purpose == ExecutionPurpose.EVALUATION
 
     def first_user_message(self) -> str:
         """What the agent is asked: the run's input, else a description of its trigger."""

@@ -15,6 +15,7 @@ from agents import lifecycle
 from agents.models import (
     Agent,
     Execution,
+    ExecutionPurpose,
     ExecutionStatus,
     SkipReason,
     TriggerLog,
@@ -127,12 +128,15 @@ def execution_create(
     queue: str | None = None,
     depth: int | None = None,
     initial_context: dict[str, Any] | None = None,
+    purpose: str = ExecutionPurpose.RUN,
 ) -> Execution | None:
     """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped, see
     :func:`skipped_trigger`) when the agent, its agency or its site is inactive, or the agent is
     over its run limits. ``parent_id``: the run whose event (``trigger_event``) started this
     one (:func:`event_dispatch` looks it up once per event), or the run that delegated to it
     (teams: with its ``depth`` and the limits it passes on in ``initial_context``).
+    ``purpose``: what the run is for (:class:`~agents.models.ExecutionPurpose`: an experiment's
+    runs are "evaluation" runs, which the agent's stats, memory and learning leave out).
     Precondition: in the agent's agency context.
 
     Holds the agent's run-limit lock until the caller's transaction ends: a transaction that
@@ -163,6 +167,7 @@ def execution_create(
         triggered_by_id=triggered_by_id,
         input=input,
         initial_context=initial_context or {},
+        purpose=purpose,
     )
     rows: list[Model] = []
     lifecycle.record_transition(

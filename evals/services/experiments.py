@@ -16,7 +16,7 @@ from django.db.models import Count, Q, Sum
 from django.http import Http404
 from django.utils import timezone
 
-from agents.models import Agent, AgentVersion, Execution, TriggerType
+from agents.models import Agent, AgentVersion, Execution, ExecutionPurpose, TriggerType
 from agents.services import execution_create
 from agents.services.versions import access_agent_version
 from core.exceptions import ApplicationError
@@ -98,6 +98,8 @@ def experiment_start(
                 # An experiment is asked for: the agent's hourly and daily run limits are for
                 # its live work.
                 enforce_limits=False,
+                # Not the agent's work: its stats, memory and learning leave the run out.
+                purpose=ExecutionPurpose.EVALUATION,
                 initial_context={
                     MARK: {
                         "experiment_id": str(experiment.pk),

@@ -17,7 +17,7 @@ from django.test import Client
 from django.utils import timezone
 
 from agents import lifecycle
-from agents.models import Agent, Execution, ExecutionStatus, StopReason
+from agents.models import Agent, Execution, ExecutionPurpose, ExecutionStatus, StopReason
 from agents.selectors import agent_run_counts
 from core import tenancy
 from core.models import Agency, Role, Site
@@ -36,7 +36,7 @@ STOPS: dict[str, str] = {
 }
 
 
-def _run(agent: Agent, status: str, cost: str) -> Execution:
+def _run(agent: Agent, status: str, cost: str, purpose: str = ExecutionPurpose.RUN) -> Execution:
     """A run of ``agent`` that spent ``cost``: ended with ``status`` through the lifecycle's end
     of a run (agent counters, usage row), or still in ``status`` (running, waiting)."""
     with tenancy.agency_context(agent.agency_id):
@@ -50,6 +50,7 @@ def _run(agent: Agent, status: str, cost: str) -> Execution:
             cost_usd=Decimal(cost),
             tokens_total=1000,
             llm_call_count=1,
+            purpose=purpose,
         )
         if status in STOPS:
             lifecycle.finish_execution(execution, status=status, stop_reason=STOPS[status])
@@ -158,3 +159,36 @@ def test_the_agents_list_counts_the_same_runs(agent: Agent, site: Site) -> None:
     cell = re.search(r'<td class="field-runs[^"]*"[^>]*>\s*(\d+)\s*</td>', content)
     assert cell is not None
     assert cell[1] == "5"
+
+
+def test_an_experiments_runs_are_listed_apart_and_counted_in_none_of_the_figures(
+    agent: Agent, site: Site
+) -> None:
+    """An experiment's runs (evaluation runs, evals/) are none of the agent's runs: its counters,
+    its "Runs & stats" and the agents list leave them out; the executions list shows them under
+    its "purpose" filter; their cost (real spend) is apart in "This agent today"."""
+    _run(agent, ExecutionStatus.COMPLETED, "0.002", ExecutionPurpose.EVALUATION)
+    _run(agent, ExecutionStatus.FAILED, "0.001", ExecutionPurpose.EVALUATION)
+    _run(agent, ExecutionStatus.RUNNING, "0.0005", ExecutionPurpose.EVALUATION)
+    client = Client()
+    client.force_login(member(site.agency, Role.STAFF))
+
+    content = client.get(change_url(agent)).content.decode()
+    runs = client.get(f"/admin/agents/execution/?agent__id__exact={agent.pk}&purpose__exact=run")
+    evaluations = client.get("/admin/agents/execution/?purpose__exact=evaluation")
+    agents = client.get("/admin/agents/agent/")
+
+    with tenancy.agency_context(agent.agency_id):
+        agent.refresh_from_db()
+    assert (agent.total_runs, agent.failed_runs) == (3, 1)  # 2 completed, 1 failed: its own
+    assert re.search(r"<span data-agent-runs=\"5\">", content)
+    link = f"?agent__id__exact={agent.pk}&amp;purpose__exact=run"
+    assert f'href="/admin/agents/execution/{link}"' in content
+    assert runs.context["cl"].result_count == 5
+    assert evaluations.context["cl"].result_count == 3
+    assert "Evaluation" in _text(evaluations.content)  # the filter's choice
+    assert [row.run_count for row in agents.context["cl"].result_list] == [5]
+    assert (
+        "This agent today $0.001062 for its runs (4 ended, 1 still going: $0.00025 so far); "
+        "$0.003 for its experiments' runs: $0.004062 in all"
+    ) in _text(content)

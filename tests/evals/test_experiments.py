@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.models import Agent, Execution, ExecutionStatus
+from agents.models import AfterRunWork, Agent, Execution, ExecutionStatus
+from agents.selectors import agent_run_counts
 from agents.services import agent_update, execution_create
 from approvals.models import Approval
 from approvals.services import approval_decide
@@ -29,10 +30,12 @@ from evals.services.cases import case_save_from_execution
 from evals.services.datasets import dataset_case_change, dataset_create
 from evals.services.experiments import experiment_start
 from evals.tool_gate import UNRECORDED
+from memory.models import Episode, LearnedPattern, RunQuality
 from tests.api.conftest import token_client
 from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
 from tests.processes import ROOT, Worker, wait_for
 from tools.models import ToolCall
+from usage.models import UsageDaily
 
 pytestmark = pytest.mark.slow
 ASK = "Follow up with Marcus Oyelaran about his demo."
@@ -254,3 +257,68 @@ def test_an_experiment_started_over_the_api_is_read_back_with_each_cases_score(
         format="json",
     )
     assert (response.status_code, response.json()["code"]) == (422, "no_such_version")
+
+
+def _after_run_done(execution: Execution) -> None:
+    """The run's after-run work is done (its rows are deleted once it is; none if it had none)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with tenancy.agency_context(execution.agency_id):
+            if not AfterRunWork.objects.filter(execution_id=execution.pk).exists():
+                return
+        assert time.monotonic() < deadline, "after-run work still not done"
+        time.sleep(0.2)
+
+
+def _learned(agent: Agent) -> list[tuple[uuid.UUID, int, int, list[uuid.UUID]]]:
+    with tenancy.agency_context(agent.agency_id):
+        return list(
+            LearnedPattern.objects.filter(agent=agent)
+            .order_by("pk")
+            .values_list("pk", "success_count", "failure_count", "source_executions")
+        )
+
+
+def _usage(agent: Agent) -> dict[str, tuple[int, object]]:
+    with tenancy.agency_context(agent.agency_id):
+        rows = UsageDaily.objects.filter(agent_id=agent.pk).values_list(
+            "purpose", "agent_runs", "cost_usd"
+        )
+        return {purpose: (runs, cost) for purpose, runs, cost in rows}
+
+
+def test_an_experiments_run_is_none_of_the_agents_runs_and_teaches_it_nothing(
+    demo_agency: Agency, celery_worker: Worker
+) -> None:
+    alex = _agent(demo_agency, "alex")
+    run = _run(alex, ASK)
+    assert run.status == ExecutionStatus.COMPLETED, run.error
+    _after_run_done(run)
+    with tenancy.agency_context(demo_agency.id):
+        # A run of the agent's: counted, remembered, scored.
+        assert Episode.objects.filter(execution_id=run.pk).exists()
+        assert RunQuality.objects.filter(execution_id=run.pk).exists()
+        alex.refresh_from_db()
+    assert (alex.total_runs, run.purpose) == (1, "run")
+    dataset = _dataset_of(run, alex)
+    learned, usage = _learned(alex), _usage(alex)
+    assert usage["run"][0] == 1
+
+    experiment = _experiment(alex, dataset)
+
+    evaluated = _result(experiment).execution
+    assert evaluated is not None
+    assert (evaluated.status, evaluated.purpose) == (ExecutionStatus.COMPLETED, "evaluation")
+    with tenancy.agency_context(demo_agency.id):
+        assert not AfterRunWork.objects.filter(execution_id=evaluated.pk).exists()
+    _after_run_done(evaluated)
+    with tenancy.agency_context(demo_agency.id):
+        alex.refresh_from_db()
+        assert not Episode.objects.filter(execution_id=evaluated.pk).exists()
+        assert not RunQuality.objects.filter(execution_id=evaluated.pk).exists()
+        counts = agent_run_counts(agent=alex)
+    assert alex.total_runs == 1
+    assert counts.total == 1  # the agent's "Runs & stats"
+    assert _learned(alex) == learned
+    # Its usage on a row of its own: real spend, but no run of the agent's.
+    assert _usage(alex) == {**usage, "evaluation": (1, evaluated.cost_usd)}

@@ -114,7 +114,8 @@ class UsageDailyList(TenantScopedView, generics.ListAPIView):
         summary="Daily usage rows (JSON, or CSV with Accept: text/csv)",
         description="One row per day, agent, provider, model and purpose (`run`: the runs' own "
         "model calls, whose cost is their runs' cost; `memory_extraction`, `quality_judge`, "
-        "`memory_merge`: model calls after runs), newest first. The range "
+        "`memory_merge`: model calls after runs; `evaluation`: experiments' runs), newest "
+        "first. The range "
         "defaults to the last 30 days and spans at most 366. `Accept: text/csv` (or "
         "`?format=csv`) returns every row of the range as one CSV file instead of a page.",
         parameters=[UsageDailyQuerySerializer],
