@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from django.db.models import Model
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from core import tenancy
 from core.models import Event
@@ -15,6 +15,16 @@ from core.models import Event
 def admin_url(model: type[Model] | Model, action: str, *args: Any) -> str:
     opts = model._meta
     return reverse(f"admin:{opts.app_label}_{opts.model_name}_{action}", args=args)
+
+
+def add_page(model: type[Model]) -> tuple[str, int]:
+    """The add page's URL, and how it answers when adding is not allowed: 403; an admin with no
+    add page (rows never added by hand: evals' experiments and dataset versions) has none, and
+    the address it would have ends in a 404 (follow its redirect)."""
+    try:
+        return admin_url(model, "add"), 403
+    except NoReverseMatch:
+        return f"{admin_url(model, 'changelist')}add/", 404
 
 
 def change_url(obj: Model) -> str:
