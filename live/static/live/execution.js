@@ -69,12 +69,6 @@
         return "$" + number.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
     }
 
-    // A code such as a stop reason ("final_answer") in words, as the state diagram has it;
-    // free text (who claimed the run, a person's reason) as it is.
-    function words(text) {
-        return /^[a-z]+(_[a-z]+)+$/.test(text) ? text.replace(/_/g, " ") : text;
-    }
-
     function itemUrl(template, id) {
         return template.replace(/[0-]{8}-[0-]{4}-[0-]{4}-[0-]{4}-[0-]{12}/, encodeURIComponent(id));
     }
@@ -443,7 +437,8 @@
             item.append(el("span", "live-badge live-badge--small", label(data.to_status)));
             item.lastChild.dataset.status = data.to_status;
             if (data.reason) {
-                item.append(el("span", "live-state__reason", words(data.reason)));
+                const reason = window.AgentDeskStateReason(data.reason); // state_reason.js
+                item.append(Object.assign(el("span", "live-state__reason", reason.text), { title: reason.title }));
             }
             return item;
         }
