@@ -91,6 +91,10 @@ def test_staff_write_a_case_and_run_an_experiment_from_the_dataset_page(
     expect(page.get_by_text("2 of 2 cases done", exact=True)).to_be_visible(timeout=90_000)
     expect(page.get_by_text("must call crm_add_note")).to_be_visible()
     _look(page, "experiment")
+    page.goto(f"{admin}/experiment/")
+    expect(page.get_by_role("link", name="Alex")).to_be_visible()
+    assert page.locator('a[href$="/experiment/add/"]').count() == 0  # started, never "added"
+    _look(page, "experiments")
 
     with tenancy.agency_context(demo_agency.id):
         case = TestCase.objects.get(version=dataset.current_version)
