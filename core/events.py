@@ -30,18 +30,20 @@ _EVENT_TYPE = re.compile(EVENT_TYPE_REGEX)
 logger = logging.getLogger(__name__)
 
 
-# The agent run whose actions this thread's events come from (set by the runtime): its id and
-# depth (how many runs, each started by the previous one's event, led to it).
-_emitting_run: contextvars.ContextVar[tuple[uuid.UUID, int] | None] = contextvars.ContextVar(
+# The agent run whose actions this thread's events come from (set by the runtime): its id, its
+# depth (how many runs, each started by the previous one's event, led to it) and whether its
+# events may start agents.
+_emitting_run: contextvars.ContextVar[tuple[uuid.UUID, int, bool] | None] = contextvars.ContextVar(
     "agentdesk_emitting_run", default=None
 )
 
 
 @contextmanager
-def emitted_by_run(execution_id: uuid.UUID, depth: int) -> Iterator[None]:
+def emitted_by_run(execution_id: uuid.UUID, depth: int, *, dispatch: bool = True) -> Iterator[None]:
     """Events emitted in the block come from this agent run (``Event.source_execution_id``,
-    ``chain_depth`` = ``depth`` + 1)."""
-    token = _emitting_run.set((execution_id, depth))
+    ``chain_depth`` = ``depth`` + 1). ``dispatch=False`` (a rehearsal: an experiment's run on
+    recorded tool replies) records them as processed: they start no agent."""
+    token = _emitting_run.set((execution_id, depth, dispatch))
     try:
         yield
     finally:
@@ -81,8 +83,8 @@ def event_emit(
         found = existing.first()
         if found is not None:
             return found
-    subscribed = dispatch and _has_subscribers(agency_id, event_type)
     run = _emitting_run.get()
+    subscribed = dispatch and (run is None or run[2]) and _has_subscribers(agency_id, event_type)
     event = Event(
         source_execution_id=run[0] if run else None,
         chain_depth=run[1] + 1 if run else 0,

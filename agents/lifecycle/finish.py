@@ -73,7 +73,8 @@ def finish_execution(
     # not complete — failed, timed out, cancelled — is "failed"; status and stop_reason tell
     # which. actions_taken and tokens_used are the seed's payload names.
     succeeded = status == ExecutionStatus.COMPLETED
-    with emitted_by_run(execution.id, execution.depth):  # whoever ends it (a cancel, say)
+    # Whoever ends it (a cancel, say); an evaluation run's events are recorded and start no agent.
+    with emitted_by_run(execution.id, execution.depth, dispatch=not execution.is_evaluation):
         _emit_ended(execution, status=status, stop_reason=stop_reason, succeeded=succeeded)
 
 

@@ -97,7 +97,7 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
     # What the run's tools emit comes from the run (the runs it starts are its children); while
     # it runs, whether anyone watches it is kept at hand (streaming.Watchers).
     with (
-        emitted_by_run(execution.id, execution.depth),
+        emitted_by_run(execution.id, execution.depth, dispatch=not execution.is_evaluation),
         run.watchers,
         metrics.delivery_in_progress(),
         tracing.delivery(execution, agent, first=claim.first_claim, started_ns=claimed_ns) as span,
@@ -178,7 +178,7 @@ def _start(execution: Execution, agent: Agent, tx: store.StepTransaction) -> Non
         started_at=execution.started_at,
         completed_at=timezone.now(),
     )
-    with emitted_by_run(execution.id, execution.depth):
+    with emitted_by_run(execution.id, execution.depth, dispatch=not execution.is_evaluation):
         _emit_started(execution)
 
 

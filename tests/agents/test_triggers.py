@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agents.models import Agent, Execution, TriggerLog
+from agents import lifecycle
+from agents.models import Agent, Execution, ExecutionStatus, StopReason, TriggerLog
 from agents.services import agent_create, agent_update, event_dispatch, execution_create
 from agents.triggers import InvalidConditions, unmet_condition, validate_conditions
 from core import tenancy
@@ -222,6 +223,35 @@ def test_a_run_started_by_the_event_of_a_run_deleted_since_has_no_parent() -> No
         source.agent.delete()  # its runs with it
     [run] = _dispatch(event)
     assert (run.parent_id, run.depth) == (None, 2)
+
+
+def test_an_evaluation_runs_events_are_recorded_and_start_no_agent() -> None:
+    """An experiment's run replays recorded tool replies: a subscriber started by its end event
+    (or any event of its tools) would act for real on a rehearsal. Its events are recorded,
+    processed, and start nobody; a real run's end event starts the subscriber."""
+    listener = AgentFactory.create(trigger_events=["ai.execution.completed"])
+    evaluated = AgentFactory.create(agency=listener.agency, site=listener.site)
+
+    def ended(purpose: str) -> Event:
+        with tenancy.agency_context(listener.agency_id):
+            execution = ExecutionFactory.create(
+                agent=evaluated, status=ExecutionStatus.RUNNING, purpose=purpose
+            )
+            lifecycle.finish_execution(
+                execution, status=ExecutionStatus.COMPLETED, stop_reason=StopReason.FINAL_ANSWER
+            )
+            execution.save()
+            return Event.objects.get(
+                source_entity_id=str(execution.id), event_type="ai.execution.completed"
+            )
+
+    rehearsal = ended("evaluation")
+    assert rehearsal.processed_at is not None
+    assert _dispatch(rehearsal) == []
+    real = ended("run")
+    assert real.processed_at is None
+    [started] = _dispatch(real)
+    assert started.agent_id == listener.id
 
 
 # --- agency and site switches --------------------------------------------------------------
