@@ -335,7 +335,7 @@
             if (step.failed) {
                 head.append(el("span", "live-step__failed", "failed"));
             }
-            const preview = step.failed ? step.error : step.text;
+            const preview = step.failed ? step.error : step.text || window.AgentDeskTriggerSummary(step);
             if (preview) {
                 head.append(el("span", "live-step__preview", String(preview).split("\n")[0]));
             }
@@ -359,7 +359,9 @@
             if (step.text) {
                 body.append(el("p", "live-step__text", step.text));
             }
-            if (step.step_type === "act") {
+            if (step.step_type === "observe" && step.tool_input) {
+                body.append(block("Trigger data", step.tool_input)); // trigger_summary.js reads it
+            } else if (step.step_type === "act") {
                 body.append(block("Arguments", step.tool_input));
                 if (step.failed) {
                     body.append(block("Error", step.error || step.tool_output, "error"));
