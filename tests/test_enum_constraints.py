@@ -48,7 +48,7 @@ from tests.memory.learning.factories import (
     RunQualityFactory,
 )
 from tests.tools.factories import ToolCallFactory, ToolFactory
-from tests.usage.factories import ModelPriceFactory
+from tests.usage.factories import ModelPriceFactory, UsageDailyFactory
 
 DOMAIN_APPS = ("agents", "tools", "memory", "approvals", "usage", "crm", "flow")
 
@@ -66,6 +66,7 @@ ENUM_COLUMNS: list[tuple[Callable[..., Any], str]] = [
     (ExecutionFactory, "status"),
     (ExecutionFactory, "stop_reason"),
     (ExecutionFactory, "trigger_type"),
+    (ExecutionFactory, "purpose"),
     (ExecutionStepFactory, "step_type"),
     (TriggerLogFactory, "trigger_type"),
     (TriggerLogFactory, "outcome"),
@@ -99,6 +100,8 @@ ENUM_COLUMNS: list[tuple[Callable[..., Any], str]] = [
     (QuestionFactory, "kind"),
     (QuestionFactory, "status"),
     (ModelPriceFactory, "provider"),
+    (UsageDailyFactory, "purpose"),
+    (UsageDailyFactory, "provider"),
     (ContactFactory, "status"),
     (ContactFactory, "source"),
     (NoteFactory, "kind"),

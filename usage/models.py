@@ -91,6 +91,14 @@ class UsageDaily(AgencyOwnedModel):
                 nulls_distinct=False,
                 name="usage_usagedaily_unique_row",
             ),
+            models.CheckConstraint(
+                condition=models.Q(purpose__in=UsagePurpose.values),
+                name="usage_usagedaily_purpose_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(provider__in=[*ProviderName.values, ""]),
+                name="usage_usagedaily_provider_valid",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -208,6 +208,10 @@ class Execution(AgencyOwnedModel):
                 condition=models.Q(trigger_type__in=TriggerType.values),
                 name="agents_execution_trigger_type_valid",
             ),
+            models.CheckConstraint(
+                condition=models.Q(purpose__in=ExecutionPurpose.values),
+                name="agents_execution_purpose_valid",
+            ),
         ]
 
     def __str__(self) -> str:
