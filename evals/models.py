@@ -107,7 +107,7 @@ class Experiment(AgencyOwnedModel):
         "agents.AgentVersion", null=True, on_delete=models.SET_NULL, related_name="+"
     )
     dataset_version = models.ForeignKey(
-        DatasetVersion, on_delete=models.PROTECT, related_name="experiments"
+        DatasetVersion, on_delete=models.RESTRICT, related_name="experiments"
     )
     status = models.CharField(
         max_length=16, choices=ExperimentStatus.choices, default=ExperimentStatus.RUNNING
@@ -144,7 +144,7 @@ class ExperimentResult(AgencyOwnedModel):
     (``checks``: ``[{"check", "passed", "detail"}]``), steps, tokens, cost, latency."""
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="results")
-    case = models.ForeignKey(TestCase, on_delete=models.PROTECT, related_name="+")
+    case = models.ForeignKey(TestCase, on_delete=models.RESTRICT, related_name="+")
     execution = models.ForeignKey(
         "agents.Execution", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -24,6 +24,7 @@ from core.api_keys.services import api_key_create
 from core.models import Agency, Role, User
 from core.selectors import agency_keys
 from core.services import agency_delete
+from evals.models import ExperimentResult
 from members.services import invitation_create
 from memory.embeddings import DIMENSIONS
 from tests.admin.helpers import admin_url
@@ -50,6 +51,7 @@ from tests.crm.factories import (
     NoteFactory,
     TaskFactory,
 )
+from tests.evals.factories import ExperimentFactory, TestCaseFactory
 from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
 from tests.flow.factories import (
     CompletenessAnalysisFactory,
@@ -165,6 +167,19 @@ def populate(agency: Agency) -> Agent:
     pattern = LearnedPatternFactory.create(agent=agent)
     PatternUseFactory.create(pattern=pattern, execution=run)
     InvestigationFactory.create(execution=run)
+    # Issue 28: evaluations (a dataset of the agent, a case, an experiment and its result).
+    case = TestCaseFactory.create(
+        version__dataset__agency=agency,
+        version__dataset__agent=agent,
+        source_execution_id=parent.id,
+    )
+    experiment = ExperimentFactory.create(
+        agent=agent, dataset_version=case.version, agent_version=first
+    )
+    with tenancy.agency_context(agency.id):
+        ExperimentResult.objects.create(
+            agency=agency, experiment=experiment, case=case, execution=run
+        )
     return agent
 
 
