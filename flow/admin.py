@@ -46,7 +46,8 @@ class ExpectedWorkflowForm(forms.ModelForm[ExpectedWorkflow]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name, example in EXAMPLES.items():
-            self.fields[name].widget.attrs["placeholder"] = f"e.g. {example}"
+            if name in self.fields:  # a reader's form has its fields read-only, not in the form
+                self.fields[name].widget.attrs["placeholder"] = f"e.g. {example}"
 
 
 @admin.register(ExpectedWorkflow)
