@@ -99,8 +99,16 @@ class ExperimentStatus(models.TextChoices):
     COMPLETED = "completed", "Completed"
 
 
+class ExperimentKind(models.TextChoices):
+    MANUAL = "manual", "Started by hand"  # the admin, the API or `manage.py eval run`
+    GATE = "gate", "Deploy gate"  # a new version waits for it before it becomes current
+    DRAFT = "draft", "Unsaved draft"  # the editor's unsaved configuration (``draft_config``)
+
+
 class Experiment(AgencyOwnedModel):
-    """A dataset version run against an agent version: one run per case."""
+    """A dataset version run against an agent version (or an unsaved draft of the editor: its
+    configuration in ``draft_config``, ``agent_version`` the one it was drafted from): one run
+    per case."""
 
     agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="+")
     agent_version = models.ForeignKey(
@@ -112,6 +120,12 @@ class Experiment(AgencyOwnedModel):
     status = models.CharField(
         max_length=16, choices=ExperimentStatus.choices, default=ExperimentStatus.RUNNING
     )
+    kind = models.CharField(
+        max_length=16, choices=ExperimentKind.choices, default=ExperimentKind.MANUAL
+    )
+    draft_config = models.JSONField(null=True, blank=True)
+    # A gate's threshold as it was when the experiment started (the gate may change later).
+    min_pass_rate = models.DecimalField(max_digits=4, decimal_places=3, null=True, blank=True)
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -123,6 +137,16 @@ class Experiment(AgencyOwnedModel):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=ExperimentStatus.values),
+                name="evals_experiment_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=ExperimentKind.values),
+                name="evals_experiment_kind_valid",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} on {self.dataset_version}"
@@ -157,6 +181,13 @@ class ExperimentResult(AgencyOwnedModel):
     cost_usd = models.DecimalField("cost (USD)", max_digits=12, decimal_places=6, default=0)
     latency_ms = models.PositiveIntegerField("latency (ms)", null=True, blank=True)
     unrecorded_calls = models.PositiveIntegerField(default=0)
+    # The LLM judge's verdict on the case's ``judge_rubric`` (0 to 1, its reason), and what the
+    # judge's model call cost (counted in usage as evaluation spend).
+    judge_score = models.FloatField(null=True, blank=True)
+    judge_reason = models.TextField(blank=True)
+    judge_cost_usd = models.DecimalField(
+        "judge cost (USD)", max_digits=12, decimal_places=6, default=0
+    )
     scored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -164,8 +195,41 @@ class ExperimentResult(AgencyOwnedModel):
         constraints = [
             models.UniqueConstraint(
                 fields=["experiment", "case"], name="evals_experimentresult_unique_case"
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=ResultStatus.values),
+                name="evals_experimentresult_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(judge_score__gte=0, judge_score__lte=1)
+                | models.Q(judge_score__isnull=True),
+                name="evals_experimentresult_judge_score_range",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.case} ({self.status})"
+
+
+class DeployGate(AgencyOwnedModel):
+    """An agent's deploy gate: a new version of it becomes current only once an experiment of
+    ``dataset`` (its current version) on that version passes at least ``min_pass_rate`` of the
+    cases. Off while ``is_active`` is false."""
+
+    agent = models.OneToOneField(
+        "agents.Agent", on_delete=models.CASCADE, related_name="deploy_gate"
+    )
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    min_pass_rate = models.DecimalField(max_digits=4, decimal_places=3, default=1)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(min_pass_rate__gte=0, min_pass_rate__lte=1),
+                name="evals_deploygate_min_pass_rate_range",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent}: {self.dataset} at {self.min_pass_rate:.0%}"

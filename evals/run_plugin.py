@@ -1,24 +1,19 @@
 """The experiments' run plugin (agents/runtime/plugins.py). A run of an experiment is marked by
 its ``initial_context["evaluation"]`` (evals.services.experiments starts it so):
 
-- ``setup``: the run starts on the experiment's agent version, not the agent's current one (the
-  version's configuration is put on the run's agent before the prompt is rendered, so the
-  snapshot, the tools offered and the version the run records are that version's; later
-  deliveries keep it, as every run keeps the version it started on); it continues the case's
-  conversation instead of a real one, and joins none (no conversation key).
+- ``setup``: the run continues the case's conversation instead of a real one, and joins none
+  (no conversation key). It starts on the experiment's agent version: the experiment creates it
+  on that version, which the kernel puts on the run's agent before the prompt is rendered
+  (agents.runtime.setup.build_snapshot).
 - each delivery: the case's recording is handed to the tool gate (evals/recordings.py).
 
 A run without the mark costs nothing here: a dictionary lookup per delivery, no query."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Self
 
-from agents.models import AgentVersion
 from agents.runtime.plugins import RunPlugin, RunSetup, RunView
-from agents.runtime.setup import usable_tools
-from agents.services.versions import config_fields
 from core import tenancy
 from evals import recordings
 from evals.evaluation import mark_of
@@ -33,17 +28,6 @@ class EvaluationPlugin(RunPlugin):
         mark = mark_of(setup.execution.initial_context)
         if mark is None:
             return
-        agent = setup.agent
-        wanted = mark.get("agent_version_id")
-        if wanted and str(agent.current_version_id) != wanted:
-            config = AgentVersion.objects.filter(pk=wanted, agent=agent).values_list(
-                "config", flat=True
-            )
-            for name, value in config_fields(config.get()).items():
-                setattr(agent, name, value)
-            # In memory only (never saved): the version the runtime records for the run.
-            agent.current_version_id = uuid.UUID(wanted)
-            setup.tools = usable_tools(agent)
         case = TestCase.objects.only("conversation").get(pk=mark["case_id"])
         setup.conversation = list(case.conversation or [])
         setup.conversation_key = None

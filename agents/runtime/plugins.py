@@ -9,6 +9,9 @@ plugin object is made per delivery of a run (:meth:`RunPlugin.for_run`, which ma
 run), holding what it tracks for that delivery. Hooks, in the order a run meets them:
 
 =====================  ==========================================================================
+``version``            first claim of a run created on no chosen version (classmethod): the
+                       agent version it starts on instead of the current one (a canary's); the
+                       first class to name one wins
 ``setup``              first claim, before the system prompt is rendered (classmethod): narrow the
                        tools, add recalled memories, past runs, a conversation (:class:`RunSetup`)
 ``snapshot``           first claim, the snapshot built (classmethod): edit the prompt or limits
@@ -205,6 +208,13 @@ class RunPlugin:
         return cls(run)
 
     @classmethod
+    def version(cls, execution: Execution) -> uuid.UUID | None:
+        """The id of the version of ``execution.agent`` the run starts on, or None (the agent's
+        current version, when no plugin names one). First claim, in the claim's transaction;
+        the version must be the agent's (a foreign key on (version, agent) says so)."""
+        return None
+
+    @classmethod
     def setup(cls, setup: RunSetup) -> None:
         """First claim, before the prompt is rendered (in the claim's transaction)."""
 
@@ -274,7 +284,7 @@ RUN_HOOKS = (
     "parked",
     "cancel_reason",
 )
-SETUP_HOOKS = ("setup", "snapshot")
+SETUP_HOOKS = ("version", "setup", "snapshot")
 
 
 def _overrides(cls: type[RunPlugin], name: str) -> bool:
@@ -299,6 +309,12 @@ class Plugins:
     hooks: Mapping[str, tuple[type[RunPlugin], ...]]
     # The classes with at least one per-delivery hook: the others are never instantiated.
     per_run: tuple[type[RunPlugin], ...]
+
+    def version(self, execution: Execution) -> uuid.UUID | None:
+        for cls in self.hooks["version"]:
+            if (chosen := cls.version(execution)) is not None:
+                return chosen
+        return None
 
     def setup(self, setup: RunSetup) -> None:
         for cls in self.hooks["setup"]:

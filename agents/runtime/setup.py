@@ -85,8 +85,19 @@ def open_goals(agent: Agent) -> list[tuple[str, str]]:
 def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
     """The run's snapshot; also notes on ``execution`` (``agent_version_id``, for the caller to
     write with it) the version the agent's row names: read in the same row as the
-    configuration, it is the version of exactly that configuration, at no extra query."""
+    configuration, it is the version of exactly that configuration, at no extra query.
+
+    A run created on a chosen version (``execution.agent_version_id`` already set: an
+    experiment's), or one a plugin's ``version`` hook names (a canary's), starts on that
+    version's configuration instead, put on ``agent`` (in memory, never saved) before anything
+    is rendered, so the tools offered, the prompt and the model are that version's."""
     plugins = run_plugins()
+    if execution.agent_version_id is None:
+        execution.agent_version_id = plugins.version(execution)
+    chosen = execution.agent_version_id
+    if chosen is not None and chosen != agent.current_version_id:
+        pinned_agent(agent, execution)
+        agent.current_version_id = chosen  # in memory: the version the run records
     setup = RunSetup(agent, execution, usable_tools(agent))
     plugins.setup(setup)  # the features' say (agents/runtime/plugins.py)
     goals = open_goals(agent)

@@ -129,6 +129,7 @@ def execution_create(
     depth: int | None = None,
     initial_context: dict[str, Any] | None = None,
     purpose: str = ExecutionPurpose.RUN,
+    agent_version_id: uuid.UUID | None = None,
 ) -> Execution | None:
     """Start a run of ``agent`` and log the trigger; ``None`` (trigger logged as skipped, see
     :func:`skipped_trigger`) when the agent, its agency or its site is inactive, or the agent is
@@ -137,6 +138,9 @@ def execution_create(
     (teams: with its ``depth`` and the limits it passes on in ``initial_context``).
     ``purpose``: what the run is for (:class:`~agents.models.ExecutionPurpose`: an experiment's
     runs are "evaluation" runs, which the agent's stats, memory and learning leave out).
+    ``agent_version_id``: the version of the agent the run starts on (one of its versions);
+    by default the one a run plugin's ``version`` hook names when the run is first claimed (a
+    canary's), else the agent's current version then.
     Precondition: in the agent's agency context.
 
     Holds the agent's run-limit lock until the caller's transaction ends: a transaction that
@@ -168,6 +172,7 @@ def execution_create(
         input=input,
         initial_context=initial_context or {},
         purpose=purpose,
+        agent_version_id=agent_version_id,
     )
     rows: list[Model] = []
     lifecycle.record_transition(

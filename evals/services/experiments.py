@@ -100,6 +100,7 @@ def experiment_start(
                 enforce_limits=False,
                 # Not the agent's work: its stats, memory and learning leave the run out.
                 purpose=ExecutionPurpose.EVALUATION,
+                agent_version_id=version.pk,  # the kernel starts it on that version
                 initial_context={
                     MARK: {
                         "experiment_id": str(experiment.pk),

@@ -177,3 +177,52 @@ def test_hooks_not_overridden_are_left_out_once_at_load() -> None:
     assert loaded.hooks["setup"] == (_Settles,)
     assert loaded.hooks["after_tool_step"] == ()
     assert loaded.per_run == (_Quiet,)  # a class with only setup hooks is never instantiated
+
+
+class _ChoosesVersion(plugins.RunPlugin):
+    chosen: uuid.UUID | None = None
+
+    @classmethod
+    def version(cls, execution: Execution) -> uuid.UUID | None:
+        return cls.chosen
+
+
+@pytest.mark.django_db
+def test_a_run_starts_on_the_version_a_plugin_chooses_or_it_was_created_on(
+    make_agent: Callable[..., Agent],
+) -> None:
+    from agents.runtime.setup import build_snapshot
+    from agents.services.agents import agent_update
+
+    agent = make_agent()
+    with tenancy.agency_context(agent.agency_id):
+        agent_update(agent=agent, system_prompt="You are version one.", allowed_tools=["crm_*"])
+        first = agent.current_version_id
+        agent_update(agent=agent, system_prompt="You are version two.", allowed_tools=["note_*"])
+        second = agent.current_version_id
+        assert first is not None
+        assert second != first
+
+        def snapshot(execution: Execution) -> tuple[str, list[str], uuid.UUID | None]:
+            fresh = Agent.objects.get(pk=agent.pk)
+            taken = build_snapshot(fresh, execution)
+            names = sorted(tool["name"] for tool in taken["tools"])
+            return taken["system_prompt"], names, execution.agent_version_id
+
+        chooser = f"{__name__}._ChoosesVersion"
+        with override_settings(AGENTDESK_RUN_PLUGINS=[chooser]):
+            _ChoosesVersion.chosen = first
+            prompt, tools, version = snapshot(Execution(agent=agent, agency_id=agent.agency_id))
+            assert "version one" in prompt
+            assert version == first
+            assert tools
+            assert all(name.startswith("crm_") for name in tools)
+            # Created on a version: the plugin is not asked.
+            created_on = Execution(agent=agent, agency_id=agent.agency_id, agent_version_id=second)
+            prompt, tools, version = snapshot(created_on)
+            assert "version two" in prompt
+            assert version == second
+            _ChoosesVersion.chosen = None  # nobody chooses: the current version
+            prompt, _, version = snapshot(Execution(agent=agent, agency_id=agent.agency_id))
+            assert "version two" in prompt
+            assert version == second
