@@ -83,6 +83,7 @@ GROUPS: list[tuple[str, list[Item]]] = [
             ("Daily usage", "monitoring", "usage.UsageDaily"),
             ("Usage periods", "date_range", "usage.UsagePeriod"),
             ("Budgets", "savings", "usage.Budget"),
+            ("Evaluation budgets", "fact_check", "usage.EvaluationBudget"),
             ("Model prices", "sell", "usage.ModelPrice"),
         ],
     ),

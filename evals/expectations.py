@@ -15,8 +15,14 @@
 ``max_cost_usd``    the most the run may cost
 ``final_status``    the status the run must end (or park) in: ``completed``,
                     ``waiting_approval``, ...
-``judge_rubric``    kept for an LLM judge (not scored yet)
+``judge_rubric``    what a good run does, in words: an LLM judge (evals/judge.py) reads the
+                    case's input, the run's tool calls and final answer and the rubric, and
+                    scores it from 0 to 1 with a reason (check ``judge``), after the others
+``judge_min_score`` the judge's lowest passing score, 0 to 1 (default 0.7); with a rubric only
 ==================  =========================================================================
+
+The judge's check fails with no score when its reply is not the JSON asked for ("judge failed:
+..."), its model call failed, or the agency's evaluation budget is exhausted.
 """
 
 from __future__ import annotations
@@ -51,9 +57,11 @@ class Expectations(TypedDict):
     max_cost_usd: NotRequired[float]
     final_status: NotRequired[str]
     judge_rubric: NotRequired[str]
+    judge_min_score: NotRequired[float]
 
 
 KEYS = frozenset(Expectations.__annotations__)
+JUDGE_MIN_SCORE = 0.7
 
 
 class Check(TypedDict):
@@ -131,6 +139,12 @@ def validate_expectations(  # noqa: PLR0912 - one branch per key
         raise _bad(f"{where}.final_status", f"one of {', '.join(ExecutionStatus.values)}.")
     if not isinstance(value.get("judge_rubric", ""), str):
         raise _bad(f"{where}.judge_rubric", "a text is expected.")
+    if "judge_min_score" in value:
+        least = value["judge_min_score"]
+        if isinstance(least, bool) or not isinstance(least, int | float) or not 0 <= least <= 1:
+            raise _bad(f"{where}.judge_min_score", "a number from 0 to 1 is expected.")
+        if not value.get("judge_rubric"):
+            raise _bad(f"{where}.judge_min_score", "a judge_rubric is needed for a judge.")
     return value  # type: ignore[return-value]
 
 
@@ -180,6 +194,15 @@ def score(expectations: Expectations, run: RunFacts) -> list[Check]:
         want = expectations["final_status"]
         checks.append(_check(f"ends {want}", run.status == want, f"ended {run.status}"))
     return checks
+
+
+def judge_check(expectations: Expectations, score: float | None, reason: str) -> Check:
+    """The LLM judge's verdict as the ``judge`` check: passed at ``judge_min_score`` or more."""
+    least = float(expectations.get("judge_min_score", JUDGE_MIN_SCORE))
+    if score is None:
+        return _check("judge", False, reason)
+    passed = score >= least
+    return _check("judge", passed, f"score {score:.2f} (at least {least:.2f}): {reason}")
 
 
 def _schema_check(schema: dict[str, Any], output: str) -> Check:

@@ -26,7 +26,7 @@ from core.admin_scoping import (
     request_agency,
 )
 from usage.admin_mixins import CsvExportMixin, UsageChartsMixin
-from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod, today
+from usage.models import Budget, EvaluationBudget, ModelPrice, UsageDaily, UsagePeriod, today
 from usage.selectors import spend_today
 from usage.templatetags.usage_format import compact, usd
 
@@ -247,6 +247,57 @@ class BudgetAdmin(CsvExportMixin, AgencyScopedAdmin):
         agency = request_agency(request)
         if agency is not None:  # a superuser's list spans agencies: no one "today"
             context["budget_today"] = spend_today(agency=agency)
+
+
+class EvaluationBudgetForm(forms.ModelForm[EvaluationBudget]):
+    """The day a limit starts on and the limit, as for the runs' budget."""
+
+    class Meta:
+        model = EvaluationBudget
+        fields = ["date", "limit_usd"]
+        labels = {"date": "Starts on", "limit_usd": "Daily evaluation limit (USD)"}
+        help_texts = {
+            "date": "The limit applies from this day on, every day, until one starting on a "
+            "later day sets another.",
+            "limit_usd": "What the LLM judge of the agency's experiments may spend in one day "
+            "(test cases with a rubric), apart from the daily budget of runs. A case whose judge "
+            'call does not fit is not judged: its check fails, "evaluation budget exhausted".',
+        }
+
+    def clean_limit_usd(self) -> Any:
+        limit = self.cleaned_data["limit_usd"]
+        committed = self.instance.used_usd + self.instance.reserved_usd
+        if limit is not None and limit < committed:
+            raise forms.ValidationError(
+                f"Already spent or reserved that day: {usd(committed)}; the limit cannot be lower."
+            )
+        return limit
+
+
+@admin.register(EvaluationBudget)
+class EvaluationBudgetAdmin(BudgetAdmin):
+    """The LLM judge's daily limit (evals/judge.py): a day's row appears with the first judge
+    call, at the latest earlier limit or AGENTDESK_EVALUATION_BUDGET_USD."""
+
+    empty_state = EmptyState(
+        "No evaluation budget yet",
+        "An evaluation budget is a daily limit on what the LLM judge of your experiments "
+        "spends (test cases with a rubric), apart from the runs' budget. Until you add one, "
+        "the platform's default applies; today's row appears with the day's first judge call.",
+    )
+    csv_columns = [
+        ("date", "date"), ("limit_usd", "limit_usd"), ("used_usd", "used_usd"),
+        ("reserved_usd", "reserved_usd"),
+    ]  # fmt: skip
+    form = EvaluationBudgetForm  # type: ignore[assignment]
+    list_before_template = "usage/admin/before_list.html"  # the CSV link, no runs' card
+
+    def get_fieldsets(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        (_name, options), *rest = super(BudgetAdmin, self).get_fieldsets(request, obj)
+        return [("Daily evaluation limit", options), *rest]
+
+    def add_changelist_context(self, request: HttpRequest, context: dict[str, Any]) -> None:
+        return None
 
 
 @admin.register(ModelPrice)

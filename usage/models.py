@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -187,6 +188,44 @@ class Budget(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.date}: {self.used_usd} / {self.limit_usd} USD"
+
+    @property
+    def remaining_usd(self) -> Decimal:
+        return self.limit_usd - self.used_usd - self.reserved_usd
+
+
+def _evaluation_limit() -> Decimal:
+    return Decimal(str(settings.AGENTDESK_EVALUATION_BUDGET_USD))
+
+
+class EvaluationBudget(AgencyOwnedModel):
+    """What the LLM judge of the agency's experiments (evals/judge.py) may spend in one day,
+    apart from :class:`Budget` (the runs'): a judge call reserves its highest cost here first and
+    is not made when it does not fit. Today's row is created on the first judge call of the day
+    from the latest earlier limit, else ``AGENTDESK_EVALUATION_BUDGET_USD``."""
+
+    date = models.DateField(default=today)
+    limit_usd = models.DecimalField(max_digits=12, decimal_places=4, default=_evaluation_limit)
+    used_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    reserved_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+
+    class Meta:
+        ordering = ["-date"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agency", "date"], name="usage_evaluationbudget_unique_day"
+            ),
+            _non_negative(
+                ["limit_usd", "used_usd", "reserved_usd"], "usage_evaluationbudget_non_negative"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(used_usd__lte=models.F("limit_usd") - models.F("reserved_usd")),
+                name="usage_evaluationbudget_within_limit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.date}: {self.used_usd} / {self.limit_usd} USD (evaluations)"
 
     @property
     def remaining_usd(self) -> Decimal:

@@ -412,6 +412,7 @@ AGENTDESK_RUN_PLUGINS = env.list(
         "memory.run_plugin.MemoryPlugin",  # recall, learned patterns, investigations
         "approvals.run_plugin.ApprovalsPlugin",  # self-correction questions
         "evals.run_plugin.EvaluationPlugin",  # an experiment's run: its version, its recording
+        "evals.canary_plugin.CanaryPlugin",  # a canary's share of new runs on its candidate
     ],
 )
 # What may hold a tool call for a person, or refuse it, around its handler (tools/gates.py,
@@ -437,6 +438,7 @@ AGENTDESK_RUN_ENDED_LISTENERS = env.list(
         "memory.run_ended.record_episode",  # the run's episode (completed after the run)
         "teams.run_ended.delegation_ended",  # resume the delegating run; cancel delegated ones
         "evals.run_ended.experiment_run_ended",  # score an experiment's run
+        "evals.canary_plugin.canary_run_ended",  # evaluate a running canary (on a worker)
     ],
 )
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)
@@ -489,6 +491,13 @@ if not 0 <= AGENTDESK_MAX_RUN_CHAIN_DEPTH <= 1000:
 AGENTDESK_DELEGATION_BUDGET_SHARE = env.float("AGENTDESK_DELEGATION_BUDGET_SHARE", default=0.5)
 if not 0 < AGENTDESK_DELEGATION_BUDGET_SHARE <= 1:
     raise ImproperlyConfigured("AGENTDESK_DELEGATION_BUDGET_SHARE must be above 0, at most 1.")
+# Evaluations (evals/): the LLM judge of a test case's rubric. Its model on the agent's provider
+# ("" = the agent's own model), and what the judge may spend a day per agency when no evaluation
+# budget was set in the admin (Usage & budgets -> Evaluation budgets), apart from the runs' budget.
+AGENTDESK_EVAL_JUDGE_MODEL = env.str("AGENTDESK_EVAL_JUDGE_MODEL", default="")
+AGENTDESK_EVALUATION_BUDGET_USD = env.float("AGENTDESK_EVALUATION_BUDGET_USD", default=1.0)
+if AGENTDESK_EVALUATION_BUDGET_USD < 0:
+    raise ImproperlyConfigured("AGENTDESK_EVALUATION_BUDGET_USD must not be negative.")
 # ...but not once it is this old: its moment has passed, and events left unprocessed by an older
 # version (which did not mark events without subscribers) must not start agents now.
 AGENTDESK_EVENT_REDISPATCH_MAX_AGE_SECONDS = env.int(

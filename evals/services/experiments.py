@@ -8,8 +8,10 @@ Preconditions: in the agency context of the agent and dataset."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Q, Sum
@@ -22,10 +24,11 @@ from agents.services.versions import access_agent_version
 from core.exceptions import ApplicationError
 from core.sending import send_task_on_commit
 from evals.evaluation import MARK, run_facts
-from evals.expectations import score
+from evals.expectations import judge_check, score
 from evals.models import (
     DatasetVersion,
     Experiment,
+    ExperimentKind,
     ExperimentResult,
     ExperimentStatus,
     ResultStatus,
@@ -33,6 +36,8 @@ from evals.models import (
 )
 
 SCORE_TASK = "evals.score_result"
+GATE_TASK = "evals.gate_decide"  # a deploy gate's experiment completed (evals.services.gate)
+JUDGE_TASK = "evals.judge_result"
 # Where a case's run may start from: a case of an event or another agent replays as a manual run
 # with the same payload (no event is emitted, no parent run is there).
 REPLAYED_TRIGGERS = {TriggerType.MANUAL, TriggerType.SCHEDULE, TriggerType.WEBHOOK}
@@ -58,11 +63,16 @@ def experiment_start(
     dataset_version: DatasetVersion,
     version_number: int | None = None,
     user_id: int | None = None,
+    kind: str = ExperimentKind.MANUAL,
+    min_pass_rate: Decimal | None = None,
+    draft_config: dict[str, Any] | None = None,
 ) -> Experiment:
     """Start one run per case of ``dataset_version`` on ``agent``'s version ``version_number``
     (its current one when None); the runs reach the workers when the caller's transaction
     commits. Refused (400, nothing written) for a dataset of another agent, an empty version,
-    or an agent that may not start runs (inactive)."""
+    or an agent that may not start runs (inactive). ``kind``: who asked (a deploy gate, with
+    its ``min_pass_rate``); ``draft_config``: an unsaved configuration of the editor, which the
+    runs use instead of the version's (evals/run_plugin.py)."""
     dataset = dataset_version.dataset
     if dataset.agent_id is not None and dataset.agent_id != agent.pk:
         raise ApplicationError(
@@ -82,6 +92,9 @@ def experiment_start(
             dataset_version=dataset_version,
             started_by_id=user_id,
             case_count=len(cases),
+            kind=kind,
+            min_pass_rate=min_pass_rate,
+            draft_config=draft_config,
         )
         for case in cases:
             result = ExperimentResult.objects.create(
@@ -107,6 +120,8 @@ def experiment_start(
                         "result_id": str(result.pk),
                         "case_id": str(case.pk),
                         "agent_version_id": str(version.pk),
+                        # (read by the run plugin without a query for any other experiment)
+                        "draft": draft_config is not None,
                     }
                 },
             )
@@ -137,9 +152,17 @@ def experiment_result_score(*, result_id: uuid.UUID | str) -> ExperimentResult |
         facts, unrecorded = run_facts(execution)
         checks = score(result.case.expectations, facts)
         result.checks = list(checks)
+        judged = bool(result.case.expectations.get("judge_rubric"))
+        # A case with a rubric stays running until its judge answers (evals/judge.py, on a
+        # worker once this commits): scoring never waits on a model.
         result.status = (
-            ResultStatus.PASSED if all(c["passed"] for c in checks) else ResultStatus.FAILED
+            ResultStatus.RUNNING
+            if judged
+            else ResultStatus.PASSED
+            if all(c["passed"] for c in checks)
+            else ResultStatus.FAILED
         )
+        result.judge_score, result.judge_reason = None, ""
         result.steps = facts.steps
         result.tokens_total = execution.tokens_total
         result.cost_usd = execution.cost_usd
@@ -147,6 +170,50 @@ def experiment_result_score(*, result_id: uuid.UUID | str) -> ExperimentResult |
         result.unrecorded_calls = unrecorded
         result.scored_at = timezone.now()
         result.save()
+        _experiment_update(result.experiment_id)
+        if judged:
+            send_task_on_commit(
+                JUDGE_TASK,
+                str(result.pk),
+                agency_id=result.agency_id,
+                about=f"experiment result {result.pk}",
+                then="its experiment stays running; start it again",
+            )
+    return result
+
+
+def experiment_result_judged(
+    *,
+    result_id: uuid.UUID,
+    scored_at: datetime.datetime | None,
+    score: float | None,
+    reason: str,
+    cost: Decimal = Decimal(0),
+) -> ExperimentResult | None:
+    """The judge's verdict on the result scored at ``scored_at``: its ``judge`` check, then the
+    result's and the experiment's status. A verdict on an earlier scoring (the run parked, was
+    judged, then ended and was scored again) is dropped: the later scoring's judge decides.
+    Precondition: in the result's agency context."""
+    with transaction.atomic():
+        result = (
+            ExperimentResult.objects.select_for_update(of=("self",))
+            .select_related("case")
+            .filter(pk=result_id, scored_at=scored_at, status=ResultStatus.RUNNING)
+            .first()
+        )
+        if result is None:
+            return None
+        check = judge_check(result.case.expectations, score, reason)
+        result.checks = [*result.checks, check]
+        result.status = (
+            ResultStatus.PASSED if all(c["passed"] for c in result.checks) else ResultStatus.FAILED
+        )
+        result.judge_score, result.judge_reason, result.judge_cost_usd = score, reason, cost
+        result.save(
+            update_fields=[
+                "checks", "status", "judge_score", "judge_reason", "judge_cost_usd", "updated_at"
+            ]
+        )  # fmt: skip
         _experiment_update(result.experiment_id)
     return result
 
@@ -165,6 +232,14 @@ def _experiment_update(experiment_id: uuid.UUID) -> None:
     if totals["running"] == 0 and experiment.status == ExperimentStatus.RUNNING:
         experiment.status = ExperimentStatus.COMPLETED
         experiment.finished_at = timezone.now()
+        if experiment.kind == ExperimentKind.GATE:  # its version waits for the verdict
+            send_task_on_commit(
+                GATE_TASK,
+                str(experiment.pk),
+                agency_id=experiment.agency_id,
+                about=f"deploy gate experiment {experiment.pk}",
+                then="its version stays not current; activate it over the API once it passed",
+            )
     experiment.save()
 
 

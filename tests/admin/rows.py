@@ -72,13 +72,14 @@ from tests.memory.learning.factories import (
 from tests.tools.factories import McpServerFactory, ToolCallFactory, ToolFactory
 from tests.usage.factories import (
     BudgetFactory,
+    EvaluationBudgetFactory,
     ModelPriceFactory,
     UsageDailyFactory,
     UsagePeriodFactory,
 )
 from tests.webhooks.factories import WebhookFactory
 from tools.models import McpServer, Tool, ToolCall
-from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod
+from usage.models import Budget, EvaluationBudget, ModelPrice, UsageDaily, UsagePeriod
 from webhooks.models import Webhook
 
 RAW_API_KEY = "sk-test-NEVER-SHOWN-0123456789abcd"
@@ -123,6 +124,7 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     UsageDaily: lambda a: UsageDailyFactory.create(agent=_agent(a)),
     UsagePeriod: lambda a: UsagePeriodFactory.create(agency=a),
     Budget: lambda a: BudgetFactory.create(agency=a),
+    EvaluationBudget: lambda a: EvaluationBudgetFactory.create(agency=a),
     ModelPrice: lambda a: ModelPriceFactory.create(agency=a),
     Contact: _contact,
     Note: lambda a: NoteFactory.create(contact=_contact(a)),

@@ -10,7 +10,7 @@ import factory
 from agents.models import ProviderName
 from tests.agents.factories import AgentFactory
 from tests.factories import AgencyFactory, TenantFactory
-from usage.models import Budget, ModelPrice, UsageDaily, UsagePeriod, today
+from usage.models import Budget, EvaluationBudget, ModelPrice, UsageDaily, UsagePeriod, today
 
 
 class UsageDailyFactory(TenantFactory[UsageDaily]):
@@ -46,6 +46,15 @@ class BudgetFactory(TenantFactory[Budget]):
     agency = factory.SubFactory(AgencyFactory)
     date = factory.LazyFunction(today)
     limit_usd = Decimal("5.00")
+
+
+class EvaluationBudgetFactory(TenantFactory[EvaluationBudget]):
+    class Meta:
+        model = EvaluationBudget
+
+    agency = factory.SubFactory(AgencyFactory)
+    date = factory.LazyFunction(today)
+    limit_usd = Decimal("1.00")
 
 
 class ModelPriceFactory(TenantFactory[ModelPrice]):

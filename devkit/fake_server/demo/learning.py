@@ -17,6 +17,8 @@ from devkit.fake_server.script import RecordedRequest
 # The opening of each review's system prompt (memory.extraction, memory.learning.quality).
 _EXTRACTION = "You review a finished run of an AI agent and decide what it should remember"
 _JUDGE = "You review a finished run of an AI agent and judge how well it did"
+# The evaluations' judge of a test case's rubric (evals.judge.SYSTEM).
+_CASE_JUDGE = "You judge a test case's run of an AI agent against a rubric"
 # The memory section of a run's system prompt (agents.runtime.context.build_system_prompt).
 _MEMORY_SECTION = "## Relevant Context from Memory\n"
 
@@ -29,6 +31,8 @@ _ASKED = re.compile(r"^Request: (?P<request>.+?)\.(?: Last note on file|$)")
 def review(request: RecordedRequest) -> str | None:
     """The answer to a review of a finished run, or None when ``request`` is none."""
     system = request.system or ""
+    if system.startswith(_CASE_JUDGE):
+        return json.dumps(_case_judgement(_digest(request)))
     if not system.startswith((_EXTRACTION, _JUDGE)):
         return None
     digest = _digest(request)
@@ -169,3 +173,11 @@ def _judgement(digest: str) -> dict[str, Any]:
         return {"score": 0.9, "verdict": "good", "reason": "It did what it was asked."}
     why = f"{failed} tool call(s) failed." if failed else "It did not complete."
     return {"score": 0.4, "verdict": "bad", "reason": why}
+
+
+def _case_judgement(prompt: str) -> dict[str, Any]:
+    """A test case's run judged against its rubric: well when it completed with an answer."""
+    answered = "Final answer: (none)" not in prompt
+    if "Status: completed" in prompt and answered:
+        return {"score": 0.9, "reason": "It completed and answered what the rubric asks."}
+    return {"score": 0.2, "reason": "It did not complete with an answer."}
