@@ -17,9 +17,12 @@ class AgentFilter(FilterSet):
 
 
 class ExecutionFilter(FilterSet):
+    """``purpose``: ``run`` for the agent's own runs, ``evaluation`` for its experiments' (evals/);
+    without it both are listed, each saying which it is (as the admin's executions list)."""
+
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = Execution
-        fields = ["status", "trigger_type", "agent"]
+        fields = ["status", "trigger_type", "agent", "purpose"]

@@ -92,7 +92,7 @@ def run_execution(execution_id: uuid.UUID | str, *, agency_id: uuid.UUID | str) 
             agent = pinned_agent(agent, execution)
         claim.tx.save()  # one statement, committed with this block
     if claim.first_claim:
-        metrics.run_started(agent, trigger=execution.trigger_type)
+        metrics.run_started(agent, trigger=execution.trigger_type, purpose=execution.purpose)
     run = _Run(execution, agent, worker, first_claim=claim.first_claim)
     # What the run's tools emit comes from the run (the runs it starts are its children); while
     # it runs, whether anyone watches it is kept at hand (streaming.Watchers).

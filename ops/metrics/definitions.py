@@ -29,6 +29,14 @@ RUNS_FINISHED = Counter(
     "Runs that ended, by final status and stop reason.",
     ["agent_type", "status", "stop_reason"],
 )
+# An experiment's runs (evals/: rehearsals on recorded tool replies) are none of the agents'
+# runs: the three run metrics above and below leave them out, and count them here. Their model
+# calls and tool calls are real load and spend: the step, model and tool metrics include them.
+EVALUATION_RUNS_FINISHED = Counter(
+    "agentdesk_evaluation_runs_finished",
+    "Experiments' runs (evaluations) that ended, by final status; not in the runs_* figures.",
+    ["status"],
+)
 RUN_DURATION = Histogram(
     "agentdesk_run_duration_seconds",
     "From a run's first claim to its end (waits for people and timers included).",

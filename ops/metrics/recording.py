@@ -69,9 +69,10 @@ def _agent_type(agent_id: uuid.UUID) -> str:
 
 
 # --- runs -------------------------------------------------------------------------------------
-def run_started(agent: Agent, *, trigger: str) -> None:
-    """A run's first claim committed."""
-    if ENABLED:
+def run_started(agent: Agent, *, trigger: str, purpose: str = "run") -> None:
+    """A run's first claim committed (an experiment's run, ``purpose`` "evaluation": not
+    counted as the agent's)."""
+    if ENABLED and purpose == "run":
         _remember_agent_type(agent.pk, agent.agent_type)
         m.RUNS_STARTED.labels(agent.agent_type, _label(trigger)).inc()
 
@@ -81,8 +82,15 @@ def run_finished(execution: Execution) -> None:
     counted once that transaction commits."""
     if not ENABLED:
         return
-    agent_type = _agent_type(execution.agent_id)
     status, reason = str(execution.status), _label(execution.stop_reason)
+    if execution.purpose != "run":  # an experiment's: counted apart
+
+        def record_evaluation() -> None:
+            m.EVALUATION_RUNS_FINISHED.labels(status).inc()
+
+        transaction.on_commit(record_evaluation)
+        return
+    agent_type = _agent_type(execution.agent_id)
     seconds = (execution.duration_ms or 0) / 1000
 
     def record() -> None:

@@ -177,3 +177,23 @@ def test_paging_through_equal_values_shows_every_execution_once(agent, as_role, 
         seen += [row["id"] for row in response.json()["results"]]
     assert len(seen) == 120
     assert len(set(seen)) == 120
+
+
+def test_executions_are_listed_by_purpose_the_agents_runs_apart_from_its_experiments(
+    agent, as_role
+) -> None:
+    run = ExecutionFactory.create(agent=agent)
+    rehearsal = ExecutionFactory.create(agent=agent, purpose="evaluation")
+    client = as_role(Role.VIEWER)
+
+    def listed(path: str, **query: str) -> dict[str, str]:
+        response = client.get(path, query)
+        assert response.status_code == 200, response.json()
+        return {e["id"]: e["purpose"] for e in response.json()["results"]}
+
+    for path in (EXECUTIONS, f"/api/v1/agents/{agent.id}/executions/"):
+        # Without the filter both, each saying which it is.
+        assert listed(path) == {str(run.pk): "run", str(rehearsal.pk): "evaluation"}
+        assert listed(path, purpose="run") == {str(run.pk): "run"}
+        assert listed(path, purpose="evaluation") == {str(rehearsal.pk): "evaluation"}
+    assert "purpose" in fields_of(client.get(EXECUTIONS, {"purpose": "rehearsal"}))

@@ -487,3 +487,28 @@ def test_a_run_parked_by_the_providers_rate_limit_counts_a_park(
     assert outcome == ExecutionStatus.WAITING_INPUT
     parks = {"provider": "openai", "limit": "requests_per_minute"}
     assert _delta(before, after, "agentdesk_provider_rate_limit_parks_total", **parks) == 1
+
+
+def test_an_experiments_run_is_counted_apart_from_the_agents_runs(
+    make_agent: Callable[..., Agent], fake_llm_server: FakeProviderServer
+) -> None:
+    from agents.models import Execution
+    from agents.runtime import loop
+    from tests.processes import pending_execution
+
+    agent = make_agent("openai")
+    fake_llm_server.set_responder(by_turn(text_reply("Hi.")), key=agent.llm_model)
+    execution = pending_execution(agent, input_text="Rehearse.")
+    with tenancy.agency_context(agent.agency_id):
+        Execution.objects.filter(pk=execution.pk).update(purpose="evaluation")
+    before = own_scrape()
+    assert loop.run_execution(execution.id, agency_id=agent.agency_id) == "completed"
+    after = own_scrape()
+    # None of the agent's runs: started, finished and duration leave it out...
+    assert _delta(before, after, "agentdesk_runs_started_total") == 0
+    assert _delta(before, after, "agentdesk_runs_finished_total") == 0
+    assert _delta(before, after, "agentdesk_run_duration_seconds_count") == 0
+    # ...counted apart; its model call is real load all the same.
+    finished = "agentdesk_evaluation_runs_finished_total"
+    assert _delta(before, after, finished, status="completed") == 1
+    assert _delta(before, after, "agentdesk_model_call_duration_seconds_count") == 1

@@ -35,6 +35,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "trigger_event",
             "trigger_data",
             "triggered_by",
+            "purpose",
             "status",
             "stop_reason",
             "cancel_requested_at",
