@@ -56,6 +56,7 @@ GROUPS: list[tuple[str, list[Item]]] = [
             ("Datasets", "dataset", "evals.Dataset"),
             ("Test cases", "checklist", "evals.TestCase"),
             ("Experiments", "science", "evals.Experiment"),
+            ("Canaries", "call_split", "evals.Canary"),
         ],
     ),
     (

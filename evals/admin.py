@@ -30,6 +30,7 @@ from core.admin_scoping import (
     request_agency,
 )
 from core.exceptions import ApplicationError
+from evals import admin_canary  # noqa: F401 - the canaries' admin and agent page panel
 from evals.admin_case import CASE_FIELDS, TestCaseForm, expectations_summary
 from evals.admin_run import run_experiment
 from evals.admin_save_case import save_case

@@ -233,3 +233,91 @@ class DeployGate(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.agent}: {self.dataset} at {self.min_pass_rate:.0%}"
+
+
+class CanaryStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    PROMOTED = "promoted", "Promoted"
+    ROLLED_BACK = "rolled_back", "Rolled back"
+    STOPPED = "stopped", "Stopped"
+
+
+class CanaryMetric(models.TextChoices):
+    """The figure a canary rolls back on (evals/canary_rule.py states each rule)."""
+
+    FAILURE_RATE = "failure_rate", "Failure rate"
+    COST_PER_RUN = "cost_per_run", "Cost per run"
+    STEPS = "steps", "Steps per run"
+
+
+class Canary(AgencyOwnedModel):
+    """A candidate version of an agent taking ``share`` % of its new runs (the rest on
+    ``stable``, its current version when the canary started) until it is promoted, rolled back
+    or stopped. One running canary per agent. ``figures`` and ``reason``: both arms' figures
+    and why it ended, kept when it ends."""
+
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey("agents.AgentVersion", on_delete=models.CASCADE, related_name="+")
+    stable = models.ForeignKey("agents.AgentVersion", on_delete=models.CASCADE, related_name="+")
+    share = models.PositiveSmallIntegerField(default=10)  # % of new runs on the candidate
+    status = models.CharField(
+        max_length=16, choices=CanaryStatus.choices, default=CanaryStatus.RUNNING
+    )
+    metric = models.CharField(
+        "roll back on",
+        max_length=16,
+        choices=CanaryMetric.choices,
+        default=CanaryMetric.FAILURE_RATE,
+    )
+    # Failure rate: the candidate's rate above stable's by at least this (0.05: 5 points);
+    # cost or steps: the candidate's mean above stable's by this fraction (0.25: 25 %).
+    threshold = models.DecimalField(max_digits=5, decimal_places=3, default=0.05)
+    min_runs = models.PositiveIntegerField("min runs per arm", default=20)
+    # Promote once the candidate has this many ended runs and no rollback (null: by hand only).
+    promote_after = models.PositiveIntegerField(null=True, blank=True)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    figures = models.JSONField(default=dict, blank=True)
+    # The version promotion made current (a copy of the candidate, as a restore makes).
+    promoted_version = models.ForeignKey(
+        "agents.AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "canaries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent"],
+                condition=models.Q(status="running"),
+                name="evals_canary_one_running",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=CanaryStatus.values), name="evals_canary_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(metric__in=CanaryMetric.values), name="evals_canary_metric_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(share__gte=1, share__lte=99), name="evals_canary_share_range"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(min_runs__gte=5), name="evals_canary_min_runs_range"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(threshold__gte=0), name="evals_canary_threshold_range"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(candidate=models.F("stable")),
+                name="evals_canary_candidate_not_stable",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent}: canary at {self.share} %"

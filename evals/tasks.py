@@ -7,6 +7,7 @@ from celery import shared_task
 
 from core.tenancy import TenantTask
 from evals import judge
+from evals.services.canaries import EVALUATE_TASK, canary_evaluate
 from evals.services.experiments import JUDGE_TASK, SCORE_TASK, experiment_result_score
 
 
@@ -21,3 +22,9 @@ def judge_result(result_id: str, *, agency_id: str) -> str:
     """A scored case's rubric judged (evals/judge.py). Not a TenantTask: that holds one
     transaction for the whole task, and the judge's model call must hold none."""
     return judge.judge_result(result_id=result_id, agency_id=agency_id)
+
+
+@shared_task(name=EVALUATE_TASK, base=TenantTask, ignore_result=True)
+def canary_evaluate_task(canary_id: str) -> str:
+    """A canary's rule applied once a run of either arm ended (evals/canary_plugin.py)."""
+    return canary_evaluate(canary_id=canary_id)

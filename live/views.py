@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 from core.admin_scoping import request_membership
 from core.api.permissions import APPROVE_ROLES
 from core.models import Agency, Role
+from evals.home import canary_panel
 from flow.home import stuck_panel
 from live import home
 from usage.charts import usage_charts
@@ -115,6 +116,7 @@ PANELS: dict[str, Callable[[Agency], dict[str, Any]]] = {
     "waiting": _waiting,
     "recent": _recent,
     "stuck": stuck_panel,  # flow/home.py: runs flagged as stuck (flow/templates/live/home/)
+    "canaries": canary_panel,  # evals/home.py: running canaries' figures (evals/templates/)
     # A run that ends changes the day's usage and its agent's success rate: these reload too.
     "charts": _charts,
     "success": _success,

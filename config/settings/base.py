@@ -412,6 +412,7 @@ AGENTDESK_RUN_PLUGINS = env.list(
         "memory.run_plugin.MemoryPlugin",  # recall, learned patterns, investigations
         "approvals.run_plugin.ApprovalsPlugin",  # self-correction questions
         "evals.run_plugin.EvaluationPlugin",  # an experiment's run: its version, its recording
+        "evals.canary_plugin.CanaryPlugin",  # a canary's share of new runs on its candidate
     ],
 )
 # What may hold a tool call for a person, or refuse it, around its handler (tools/gates.py,
@@ -437,6 +438,7 @@ AGENTDESK_RUN_ENDED_LISTENERS = env.list(
         "memory.run_ended.record_episode",  # the run's episode (completed after the run)
         "teams.run_ended.delegation_ended",  # resume the delegating run; cancel delegated ones
         "evals.run_ended.experiment_run_ended",  # score an experiment's run
+        "evals.canary_plugin.canary_run_ended",  # evaluate a running canary (on a worker)
     ],
 )
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from evals.api.canary import AgentCanaryView, CanaryPromoteView, CanaryStopView
 from evals.api.views import DatasetViewSet, ExperimentViewSet, SaveAsTestCase
 
 router = SimpleRouter()
@@ -10,6 +11,13 @@ router.register("datasets", DatasetViewSet, basename="dataset")
 router.register("experiments", ExperimentViewSet, basename="experiment")
 
 urlpatterns = [
+    path("agents/<str:agent_id>/canary/", AgentCanaryView.as_view(), name="agent-canary"),
+    path("agents/<str:agent_id>/canary/stop/", CanaryStopView.as_view(), name="agent-canary-stop"),
+    path(
+        "agents/<str:agent_id>/canary/promote/",
+        CanaryPromoteView.as_view(),
+        name="agent-canary-promote",
+    ),
     path(
         "executions/<str:execution_id>/test-case/",
         SaveAsTestCase.as_view(),

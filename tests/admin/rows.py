@@ -19,7 +19,7 @@ from agents.models import (
 from approvals.models import Approval, RiskRule
 from core.models import Agency, Event, Membership, Site
 from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
-from evals.models import Dataset, DatasetVersion, Experiment, TestCase
+from evals.models import Canary, Dataset, DatasetVersion, Experiment, TestCase
 from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
 from memory.embeddings import DIMENSIONS
 from memory.learning.models import Investigation, LearnedPattern, RunQuality
@@ -45,6 +45,7 @@ from tests.crm.factories import (
     NoteFactory,
     TaskFactory,
 )
+from tests.evals.canary_factories import canary_row
 from tests.evals.factories import (
     DatasetFactory,
     DatasetVersionFactory,
@@ -144,4 +145,5 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     DatasetVersion: lambda a: DatasetVersionFactory.create(dataset__agency=a),
     TestCase: lambda a: TestCaseFactory.create(version__dataset__agency=a),
     Experiment: lambda a: ExperimentFactory.create(dataset_version__dataset__agency=a),
+    Canary: canary_row,
 }

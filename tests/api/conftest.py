@@ -73,6 +73,11 @@ EXPECTED_OPERATIONS |= {
     "experiments_retrieve",
 }  # fmt: skip
 
+# Canary versions (issue 28, evals/api/canary.py): an agent's canary, started, stopped, promoted.
+EXPECTED_OPERATIONS |= {
+    "agents_canary_retrieve", "agents_canary_start", "agents_canary_stop", "agents_canary_promote",
+}  # fmt: skip
+
 
 @dataclass
 class Tenant:

@@ -15,6 +15,7 @@ from approvals.inbox import selectors
 from approvals.inbox.views.common import agency_query, can_decide, render_page
 from core.admin_scoping import is_member, request_membership
 from core.models import Agency, Role
+from core.notices import notices
 from live.views import home_agency
 
 LIST_HEADER = "X-Inbox-List"  # marks the list fragment (inbox.js swaps in nothing else)
@@ -71,6 +72,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
             context["agencies"] = list(Agency.objects.filter(is_active=True).order_by("name"))
         return render_page(request, "approvals/inbox/no_agency.html", context)
     context.update(_list_context(request, agency, _show(request)))
+    with selectors.inbox_scope(agency.pk):
+        context["notices"] = notices(agency.pk)  # what asks no decision (core/notices.py)
     query = agency_query(request, agency)
     context["live_socket_path"] = "/ws/agency/" + (f"?{query}" if query else "")
     return render_page(request, "approvals/inbox/list.html", context)
