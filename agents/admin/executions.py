@@ -132,6 +132,7 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
             "Run",
             {
                 "fields": [
+                    "id",  # the whole id, to copy (the title shows 8 characters)
                     "agent",
                     "agent_version_link",
                     "site",

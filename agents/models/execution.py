@@ -215,9 +215,10 @@ class Execution(AgencyOwnedModel):
         ]
 
     def __str__(self) -> str:
-        # The admin's title and breadcrumbs of the run page: the status as people say it
+        # The admin's title and breadcrumbs of the run page: the id cut to 8 characters, as the
+        # lists show it (the whole id squeezed the breadcrumb), and the status as people say it
         # ("waiting for another agent"), not its stored value.
-        return f"Execution {self.pk} ({self.get_status_display().lower()})"
+        return f"Execution {str(self.pk)[:8]} ({self.get_status_display().lower()})"
 
     @property
     def is_terminal(self) -> bool:

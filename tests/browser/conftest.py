@@ -4,6 +4,7 @@ Playwright for Python against the real ASGI server and a real Celery worker."""
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +27,11 @@ from agents.tasks import run_execution
 from approvals.models import Question
 from approvals.questions import question_answer
 from core import tenancy
-from core.models import Role, User
+from core.models import Agency, Role, User
 from devkit.fake_server import FakeProviderServer
 from devkit.fake_server.script import Reply, by_turn, tool_call_reply
 from tests.approvals.test_questions import ASK
-from tests.factories import MembershipFactory
+from tests.factories import AgencyFactory, MembershipFactory
 from tests.processes import AsgiServer, Worker, pending_execution
 
 CHROMIUM = os.environ.get("AGENTDESK_CHROMIUM", "/usr/bin/chromium")
@@ -77,6 +78,25 @@ def screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
+
+
+def look_at_both_widths(page: Page, name: str, *, phone_fits: bool = True) -> None:
+    """Full-page screenshots at 1440 and 390 px (``SHOTS/<name>-1440.png``, ``-390.png``), the
+    page left at 1440; no sideways scroll at either width (on the phone unless ``phone_fits`` is
+    False: a page with a wide table the phone scrolls on purpose)."""
+    for viewport in (DESKTOP, PHONE):
+        page.set_viewport_size(viewport)
+        if viewport is DESKTOP or phone_fits:
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= viewport["width"], f"{name} scrolls sideways at {viewport['width']} px"
+        screenshot(page, f"{name}-{viewport['width']}")
+    page.set_viewport_size(DESKTOP)
+
+
+def agency_member(role: str = Role.ADMIN) -> tuple[Agency, User]:
+    """A new agency and a member of it with ``role``."""
+    agency = AgencyFactory.create(slug=f"browser-{uuid.uuid4().hex[:8]}")
+    return agency, MembershipFactory.create(agency=agency, role=role).user
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +16,11 @@ from playwright.sync_api import Browser, Page
 from core import tenancy
 from core.admin_navigation import GROUPS
 from tests.admin.rows import ROWS
-from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.browser.conftest import logged_in, look_at_both_widths
 from tests.factories import AgencyFactory, UserFactory
 from tests.processes import AsgiServer
 
 pytestmark = pytest.mark.slow
-SCREENS = Path("/work/notes/u3-screens")
 
 # A label as Django makes it from a field's name: an underscore, an acronym in lower case
 # ("Llm calls", "Cost usd", "Page url"), a unit without its brackets ("Duration ms"), "Is …".
@@ -68,19 +66,6 @@ def _texts(page: Page, selector: str) -> list[str]:
     return [text for text in texts if text]
 
 
-def _look(page: Page, name: str) -> None:
-    """Screenshots at both widths (into the notes too); no sideways scroll on a phone."""
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    path = screenshot(page, f"{name}-desktop")
-    (SCREENS / path.name).write_bytes(path.read_bytes())
-    page.set_viewport_size(PHONE)
-    width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE["width"], f"{name} scrolls sideways on a phone ({width} px)"
-    path = screenshot(page, f"{name}-phone")
-    (SCREENS / path.name).write_bytes(path.read_bytes())
-    page.set_viewport_size(DESKTOP)
-
-
 def test_no_sidebar_page_shows_a_raw_label(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
@@ -109,4 +94,4 @@ def test_no_sidebar_page_shows_a_raw_label(
 
     for href in ("/admin/agents/agent/", "/admin/tools/tool/", "/admin/core/event/"):
         page.goto(f"{asgi_server.url}{href}")
-        _look(page, "u3-labels-" + href.strip("/").replace("/", "-"))
+        look_at_both_widths(page, "u3-labels-" + href.strip("/").replace("/", "-"))

@@ -4,47 +4,34 @@ looked at 1440 and 390 px wide, and none scrolls sideways on the phone."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from approvals.models import ApprovalStatus
 from core import tenancy
-from core.models import Agency, Role, User
+from core.models import Role
 from memory.models import MemoryType
 from memory.services import memory_store
 from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.approvals.factories import ApprovalFactory
-from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
-from tests.factories import AgencyFactory, MembershipFactory
+from tests.browser.conftest import (
+    agency_member,
+    logged_in,
+    look_at_both_widths,
+)
 from tests.processes import AsgiServer
 from tests.usage.factories import UsageDailyFactory
 
 pytestmark = pytest.mark.slow
 
 
-def _member(role: str) -> tuple[Agency, User]:
-    agency = AgencyFactory.create(slug=f"lists-{uuid.uuid4().hex[:8]}")
-    return agency, MembershipFactory.create(agency=agency, role=role).user
-
-
-def _look(page: Page, name: str) -> None:
-    """Screenshots at both widths; the phone's must not scroll sideways."""
-    screenshot(page, f"{name}-desktop")
-    page.set_viewport_size(PHONE)
-    width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE["width"], f"{name} scrolls sideways on a phone ({width} px)"
-    screenshot(page, f"{name}-phone")
-    page.set_viewport_size(DESKTOP)
-
-
 def test_a_memory_search_by_meaning_lists_the_best_match_first(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    agency, user = _member(Role.STAFF)
+    agency, user = agency_member(Role.STAFF)
     agent = AgentFactory.create(agency=agency, name="Front desk")
     facts = [  # the best match for the question is the oldest
         "Bob Martin from Globex is allergic to peanuts.",
@@ -66,7 +53,7 @@ def test_a_memory_search_by_meaning_lists_the_best_match_first(
     scores = [float(text) for text in page.locator("#result_list td.field-score").all_inner_texts()]
     assert len(scores) == len(facts)
     assert scores == sorted(scores, reverse=True), scores
-    _look(page, "u1-memory-search")
+    look_at_both_widths(page, "u1-memory-search")
 
     # The score column's old sort link (?o=8) is a list, not a server error.
     response = page.goto(f"{asgi_server.url}/admin/memory/memory/?o=8")
@@ -78,7 +65,7 @@ def test_a_memory_search_by_meaning_lists_the_best_match_first(
 def test_the_approvals_list_says_its_default_filter_hides_decided_ones(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    agency, user = _member(Role.STAFF)
+    agency, user = agency_member(Role.STAFF)
     execution = ExecutionFactory.create(agent=AgentFactory.create(agency=agency))
     decided = [ApprovalStatus.APPROVED, ApprovalStatus.DENIED, ApprovalStatus.EXPIRED]
     for status in [*decided, ApprovalStatus.APPROVED]:
@@ -97,12 +84,12 @@ def test_the_approvals_list_says_its_default_filter_hides_decided_ones(
     expect(empty.get_by_role("link", name="Open the inbox")).to_have_attribute(
         "href", "/approvals/"
     )
-    _look(page, "u1-approvals-pending-only")
+    look_at_both_widths(page, "u1-approvals-pending-only")
 
     notice.get_by_role("link", name="Show all approvals").click()
     expect(page.locator("#result_list tbody tr")).to_have_count(4)
     expect(notice).to_have_count(0)
-    _look(page, "u1-approvals-all")
+    look_at_both_widths(page, "u1-approvals-all")
 
 
 EMPTY_PAGES = {  # a new agency's empty lists, and what each says
@@ -125,7 +112,7 @@ EMPTY_PAGES = {  # a new agency's empty lists, and what each says
 def test_empty_lists_say_what_will_appear_and_how_to_start(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    _agency, user = _member(Role.ADMIN)
+    _agency, user = agency_member(Role.ADMIN)
     page = logged_in(browser, asgi_server, user).new_page()
 
     for path, title in EMPTY_PAGES.items():
@@ -133,20 +120,20 @@ def test_empty_lists_say_what_will_appear_and_how_to_start(
         empty = page.locator("#empty-state")
         expect(empty.get_by_role("heading")).to_have_text(title)
         expect(empty).not_to_contain_text("yielded")
-        _look(page, f"u1-empty-{path.replace('/', '-')}")
+        look_at_both_widths(page, f"u1-empty-{path.replace('/', '-')}")
 
     # Completeness names where to start: the expected workflows, themselves empty with help.
     page.goto(f"{asgi_server.url}/admin/flow/completenessanalysis/")
     page.locator("#empty-state").get_by_role("link", name="Expected workflows").click()
     expect(page.locator("#empty-state h2")).to_have_text("No expected workflow yet")
     expect(page.locator("#empty-state")).to_contain_text("Add expected workflow")
-    _look(page, "u1-empty-flow-expectedworkflow")
+    look_at_both_widths(page, "u1-empty-flow-expectedworkflow")
 
 
 def test_breadcrumbs_and_columns_name_sections_as_the_sidebar_does(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    agency, user = _member(Role.ADMIN)
+    agency, user = agency_member(Role.ADMIN)
     agent = AgentFactory.create(agency=agency)
     UsageDailyFactory.create(agent=agent, llm_calls=3)
     page = logged_in(browser, asgi_server, user).new_page()
@@ -157,7 +144,7 @@ def test_breadcrumbs_and_columns_name_sections_as_the_sidebar_does(
     expect(header).to_contain_text("Agents & runs")
     expect(header).not_to_contain_text("Agencies and access")
     expect(page.locator("#nav-sidebar, aside").first).to_contain_text("Agents & runs")
-    _look(page, "u1-labels-events")
+    look_at_both_widths(page, "u1-labels-events")
 
     page.goto(f"{asgi_server.url}/admin/usage/usagedaily/")
     expect(header).to_contain_text("Usage & budgets")
@@ -167,4 +154,4 @@ def test_breadcrumbs_and_columns_name_sections_as_the_sidebar_does(
         assert label in columns, columns
     assert "Llm calls" not in columns
     expect(page.get_by_text("1 daily usage row", exact=True)).to_be_visible()
-    _look(page, "u1-labels-daily-usage")
+    look_at_both_widths(page, "u1-labels-daily-usage")

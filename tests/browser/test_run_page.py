@@ -112,7 +112,7 @@ def test_the_badge_and_title_name_every_status_with_its_label(
         live = page.locator("#live-run")
         expect(live.locator('[data-field="status"]')).to_have_text(label)
         expect(page.locator("#header-inner h1")).to_contain_text(
-            f"Execution {execution.pk} ({label.lower()})"
+            f"Execution {str(execution.pk)[:8]} ({label.lower()})"
         )
         expect(page).to_have_title(re.compile(re.escape(f"({label.lower()})")))
         # The timeline's state changes too.
@@ -161,8 +161,9 @@ def test_a_run_ending_while_watched_updates_the_title_and_shows_replay_without_a
     _shoot(page, "running")
     expect(live.locator('[data-field="status"]')).to_have_text("Completed", timeout=20_000)
     expect(page.locator("#header-inner h1")).to_contain_text(
-        f"Execution {execution.pk} (completed)"
+        f"Execution {str(execution.pk)[:8]} (completed)"
     )
+    expect(page.locator("#content")).to_contain_text(str(execution.pk))  # the whole id, to copy
     expect(page).to_have_title(re.compile(r"\(completed\)"))
     expect(page.locator("[data-run-tool=cancel]")).to_have_count(0)
     expect(page.locator("[data-run-tool=replay]")).to_be_visible()

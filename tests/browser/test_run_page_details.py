@@ -5,11 +5,10 @@ schedule says what started it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from agents.models import Execution, ExecutionStatus, StepType
 from core import tenancy
@@ -19,25 +18,12 @@ from tests.agents.factories import (
     ExecutionStepFactory,
     StateTransitionFactory,
 )
-from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.browser.conftest import logged_in, look_at_both_widths
 from tests.factories import MembershipFactory
 from tests.processes import AsgiServer
 
 pytestmark = pytest.mark.slow
-SCREENS = Path("/work/notes/u9-screens")
 WORKER = "vm:10370:140699123456"
-
-
-def _look(page: Page, name: str) -> None:
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    for viewport, width_name in ((DESKTOP, "1440"), (PHONE, "390")):
-        page.set_viewport_size(viewport)
-        if viewport is PHONE:
-            width = page.evaluate("document.documentElement.scrollWidth")
-            assert width <= PHONE["width"], f"{name} scrolls sideways on a phone ({width} px)"
-        path = screenshot(page, f"u9-{name}-{width_name}")
-        (SCREENS / path.name).write_bytes(path.read_bytes())
-    page.set_viewport_size(DESKTOP)
 
 
 def _claimed_run() -> Execution:
@@ -76,7 +62,7 @@ def test_the_timeline_says_a_worker_picked_the_run_up_with_its_id_in_the_tooltip
     expect(taken).to_have_attribute("title", f"Worker {WORKER}9")
     expect(reasons.filter(has_text="final answer")).to_have_count(1)
     expect(page.locator("#live-run")).not_to_contain_text(WORKER)
-    _look(page, "run-timeline")
+    look_at_both_widths(page, "u9-run-timeline")
 
 
 TRIGGERS = {
@@ -111,4 +97,4 @@ def test_the_first_step_of_a_triggered_run_says_what_started_it(
     expect(observe.locator(".live-step__preview")).to_have_text(f"Started by {summary}")
     observe.locator("summary").click()
     expect(observe.locator(".live-block__label")).to_have_text("Trigger data")
-    _look(page, f"run-observe-{trigger_type}")
+    look_at_both_widths(page, f"u9-run-observe-{trigger_type}")

@@ -8,7 +8,6 @@ runs", raw provider keys); daily usage names a provider as the LLM providers pag
 
 from __future__ import annotations
 
-import uuid
 from decimal import Decimal
 from typing import Any
 
@@ -16,30 +15,17 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from agents.models import ProviderName
-from core.models import Agency, Role, User
 from tests.agents.factories import AgentFactory
-from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.browser.conftest import (
+    agency_member,
+    logged_in,
+    look_at_both_widths,
+)
 from tests.browser.test_admin_labels import raw_labels
-from tests.factories import AgencyFactory, MembershipFactory
 from tests.processes import AsgiServer
 from tests.usage.factories import UsageDailyFactory, UsagePeriodFactory
 
 pytestmark = pytest.mark.slow
-
-
-def _member() -> tuple[Agency, User]:
-    agency = AgencyFactory.create(slug=f"usage-{uuid.uuid4().hex[:8]}")
-    return agency, MembershipFactory.create(agency=agency, role=Role.ADMIN).user
-
-
-def _look(page: Page, name: str) -> None:
-    """Screenshots at both widths; the phone's must not scroll sideways."""
-    for size, suffix in ((DESKTOP, "desktop"), (PHONE, "phone")):
-        page.set_viewport_size(size)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= size["width"], f"{name} scrolls sideways at {size['width']} ({width})"
-        screenshot(page, f"usage-{name}-{suffix}")
-    page.set_viewport_size(DESKTOP)
 
 
 def _texts(page: Page, selector: str) -> list[str]:
@@ -51,7 +37,7 @@ def _texts(page: Page, selector: str) -> list[str]:
 def test_an_empty_usage_periods_list_says_what_a_period_is_and_how_one_appears(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    _, user = _member()
+    _, user = agency_member()
     page = logged_in(browser, asgi_server, user).new_page()
     page.goto(f"{asgi_server.url}/admin/usage/usageperiod/")
 
@@ -64,13 +50,13 @@ def test_an_empty_usage_periods_list_says_what_a_period_is_and_how_one_appears(
     )
     expect(page.get_by_text("This page yielded into no results")).to_have_count(0)
     expect(page.get_by_text("Export CSV")).to_have_count(0)  # of nothing
-    _look(page, "periods-empty")
+    look_at_both_widths(page, "usage-periods-empty")
 
 
 def test_a_usage_period_reads_in_words(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    agency, user = _member()
+    agency, user = agency_member()
     period = UsagePeriodFactory.create(
         agency=agency, total_agent_runs=12, total_tokens_input=30_000, total_tokens_output=15_200,
         total_tool_calls=31, total_approvals=2, estimated_cost=Decimal("0.42"),
@@ -90,7 +76,7 @@ def test_a_usage_period_reads_in_words(
     expect(row.locator("td.field-cost")).to_have_text("$0.42")
     expect(row.locator("td.field-overage")).to_have_text("None")
     expect(row.locator("td.field-site_shown")).to_have_text("All sites")
-    _look(page, "periods")
+    look_at_both_widths(page, "usage-periods")
 
     page.goto(f"{asgi_server.url}/admin/usage/usageperiod/{period.pk}/change/")
     labels = _texts(page, "#usageperiod_form label")
@@ -99,13 +85,13 @@ def test_a_usage_period_reads_in_words(
     assert "Total agent runs" not in labels
     expect(page.locator("#usageperiod_form")).to_contain_text("OpenAI-compatible (local)")
     expect(page.locator("#usageperiod_form")).not_to_contain_text("openai_compatible")
-    _look(page, "period")
+    look_at_both_widths(page, "usage-period")
 
 
 def test_daily_usage_names_providers_and_counts_rows(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    agency, user = _member()
+    agency, user = agency_member()
     for name in ("Writer", "Triage", "Scorer"):  # three rows of one day
         UsageDailyFactory.create(
             agent=AgentFactory.create(agency=agency, name=name),
@@ -123,4 +109,4 @@ def test_daily_usage_names_providers_and_counts_rows(
     expect(page.locator("#result_list")).not_to_contain_text("openai_compatible")
     expect(page.get_by_text("3 daily usage rows")).to_be_visible()
     expect(page.get_by_text("3 days of usage")).to_have_count(0)
-    _look(page, "daily")
+    look_at_both_widths(page, "usage-daily")

@@ -28,92 +28,9 @@
     const BACKOFF_MIN_MS = 500;
     const BACKOFF_MAX_MS = 15000;
     const REFRESH_DELAY_MS = 300;
-    const TERMINAL = ["completed", "failed", "cancelled", "timed_out"];
 
-    // A JSON value the page carries in a <script type="application/json"> (json_script).
-    function pageData(id, fallback) {
-        const node = document.getElementById(id);
-        try {
-            return node ? JSON.parse(node.textContent) : fallback;
-        } catch (error) {
-            return fallback;
-        }
-    }
-
-    function el(tag, className, text) {
-        const node = document.createElement(tag);
-        if (className) {
-            node.className = className;
-        }
-        if (text !== undefined && text !== null) {
-            node.textContent = String(text);
-        }
-        return node;
-    }
-
-    function pretty(value) {
-        if (value === null || value === undefined) {
-            return "";
-        }
-        return typeof value === "string" ? value : JSON.stringify(value, null, 2);
-    }
-
-    // A cost as every other page shows one (usage/templatetags/usage_format.py's usd): cents,
-    // or an amount under a cent as kept, to the millionth ($0.000969), so that the run's cost
-    // reads here as in the lists, the agent's page and daily usage.
-    function money(value) {
-        const number = Number(value || 0);
-        if (number !== 0 && Math.abs(number) < 0.01) {
-            return "$" + String(Number(number.toFixed(6)));
-        }
-        return "$" + number.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-    }
-
-    function itemUrl(template, id) {
-        return template.replace(/[0-]{8}-[0-]{4}-[0-]{4}-[0-]{4}-[0-]{12}/, encodeURIComponent(id));
-    }
-
-    function time(iso) {
-        return iso ? new Date(iso).toLocaleTimeString() : "";
-    }
-
-    /* Re-fetches the page and swaps in its form (the fields and panels below the live view);
-     * ``onDone(status)`` gets the status it was drawn with (null when the answer was not the
-     * page, e.g. a login form). */
-    function refreshPage(root, onDone) {
-        const form = document.getElementById(root.dataset.form);
-        fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
-            .then((response) => (response.ok ? response.text() : ""))
-            .then(function (html) {
-                const doc = new DOMParser().parseFromString(html, "text/html");
-                const fresh = doc.getElementById(root.dataset.form);
-                const drawn = doc.querySelector('#live-run [data-field="status"]');
-                if (!form || !fresh || !drawn) {
-                    onDone(null);
-                    return;
-                }
-                // The page's scripts are loaded already (the diagrams' are called below).
-                fresh.querySelectorAll("script[src]").forEach((node) => node.remove());
-                // What the reader opened (collapsed sections) and where they are stay as they were.
-                const open = Array.from(form.querySelectorAll("details"), (node) => node.open);
-                const scroll = window.scrollY;
-                form.replaceChildren(...Array.from(fresh.childNodes, (node) => document.importNode(node, true)));
-                form.querySelectorAll("details").forEach(function (node, index) {
-                    if (index < open.length) {
-                        node.open = open[index];
-                    }
-                });
-                // Scripts swapped in do not run: the diagrams are drawn by flow/diagrams.js's hook.
-                if (window.flowDiagrams) {
-                    window.flowDiagrams.draw(form);
-                }
-                window.scrollTo(0, scroll);
-                onDone(drawn.dataset.status);
-            })
-            .catch(function () {
-                onDone(null);
-            });
-    }
+    const parts = window.AgentDeskRunParts; // run_parts.js
+    const { TERMINAL, pageData, el, pretty, money, itemUrl, time, refreshPage } = parts;
 
     function start(root) {
         const field = (name) => root.querySelector('[data-field="' + name + '"]');
@@ -140,6 +57,8 @@
         let refreshTimer = null;
         let refreshFailures = 0;
         let refreshesBehind = 0; // refreshes in a row that found the run already moved on
+        // What a step drawn by run_parts.js needs of this view.
+        const run = { stepsUrl, stepActions, status: () => status };
 
         function setConn(state, label) {
             conn.dataset.conn = state;
@@ -180,7 +99,7 @@
                 document.querySelectorAll("[data-run-tool=replay]").forEach((node) => { node.hidden = false; });
             }
             if (changed) {
-                timeline.querySelectorAll(".live-step[data-step]").forEach(drawActions);
+                timeline.querySelectorAll(".live-step[data-step]").forEach((item) => parts.drawActions(item, run));
             }
             if (value !== drawnStatus) {
                 scheduleRefresh();
@@ -288,94 +207,6 @@
             }
         }
 
-        function block(label, value, kind) {
-            const wrapper = el("div", "live-block" + (kind ? " live-block--" + kind : ""));
-            wrapper.append(el("div", "live-block__label", label));
-            wrapper.append(el("pre", "live-block__body", pretty(value)));
-            return wrapper;
-        }
-
-        // The links of one step (panels.RUN_STEP_ACTIONS): the step's row in the admin, and each
-        // action where its rule says it applies (flow's "Retry from here": an ended run's steps
-        // but the first).
-        function drawActions(item) {
-            const links = item.querySelector(".live-step__links");
-            const number = Number(item.dataset.step);
-            links.replaceChildren();
-            if (stepsUrl) {
-                const row = el("a", "", "Step in the admin");
-                row.href = stepsUrl + number;
-                links.append(row);
-            }
-            for (const action of stepActions) {
-                const applies = action.step_types.includes(item.dataset.stepType)
-                    && (action.first_step || number !== 1)
-                    && (!action.ended_only || TERMINAL.includes(status));
-                if (applies) {
-                    const link = el("a", "live-step__action", action.label);
-                    link.href = action.url.replace(action.placeholder, String(number));
-                    links.append(link);
-                }
-            }
-        }
-
-        function drawStep(event) {
-            const step = event.data;
-            const item = el("li", "live-step live-step--" + step.step_type + (step.failed ? " live-step--failed" : ""));
-            item.dataset.seq = event.seq;
-            item.dataset.step = step.step_number;
-            item.dataset.stepType = step.step_type;
-            const details = el("details", "live-step__details");
-            const head = el("summary", "live-step__head");
-            head.append(el("span", "live-step__kind", step.step_type));
-            head.append(el("span", "live-step__number", "#" + step.step_number));
-            if (step.tool_name) {
-                head.append(el("code", "live-step__tool", step.tool_name));
-            }
-            if (step.failed) {
-                head.append(el("span", "live-step__failed", "failed"));
-            }
-            const preview = step.failed ? step.error : step.text || window.AgentDeskTriggerSummary(step);
-            if (preview) {
-                head.append(el("span", "live-step__preview", String(preview).split("\n")[0]));
-            }
-            const meta = [];
-            if (step.model) {
-                meta.push(step.model);
-            }
-            if (step.tokens_input || step.tokens_output) {
-                meta.push(step.tokens_input + " in / " + step.tokens_output + " out");
-            }
-            if (Number(step.cost_usd) > 0) {
-                meta.push(money(step.cost_usd));
-            }
-            if (step.duration_ms !== null && step.duration_ms !== undefined) {
-                meta.push(step.duration_ms + " ms");
-            }
-            meta.push(time(step.completed_at || step.started_at));
-            head.append(el("span", "live-step__meta", meta.filter(Boolean).join(" · ")));
-            details.append(head);
-            const body = el("div", "live-step__body");
-            if (step.text) {
-                body.append(el("p", "live-step__text", step.text));
-            }
-            if (step.step_type === "observe" && step.tool_input) {
-                body.append(block("Trigger data", step.tool_input)); // trigger_summary.js reads it
-            } else if (step.step_type === "act") {
-                body.append(block("Arguments", step.tool_input));
-                if (step.failed) {
-                    body.append(block("Error", step.error || step.tool_output, "error"));
-                } else if (step.tool_output !== null && step.tool_output !== undefined) {
-                    body.append(block("Result", step.tool_output));
-                }
-            }
-            body.append(el("p", "live-step__links"));
-            details.append(body);
-            item.append(details);
-            drawActions(item);
-            return item;
-        }
-
         // The question a parked run waits on, as asked (its act step comes with the answer).
         let asked = null;
         function drawAsked(waiting) {
@@ -468,7 +299,7 @@
                     streaming.node.remove(); // the persisted reply replaces the streamed text
                     streaming = null;
                 }
-                const drawn = drawStep(event);
+                const drawn = parts.drawStep(event, run);
                 const park = event.data.step_type === "act" ? parkLine(event.data.tool_call_id) : null;
                 if (park) {
                     placeAnswered(drawn, park, event.data);
