@@ -13,15 +13,17 @@ import pytest
 
 from core import tenancy
 from core.exceptions import ApplicationError
-from core.models import Agency
+from core.models import Agency, Role
 from devkit.fake_server.demo import DemoModelServer, demo_responder
 from devkit.fake_server.script import RecordedRequest, Reply, Step
 from evals.expectations import judge_check, validate_expectations
 from evals.judge import BUDGET_EXHAUSTED, SYSTEM, parse_verdict
 from evals.models import Dataset, ExperimentResult, TestCase
 from evals.services.datasets import dataset_case_change
+from tests.api.conftest import token_client
 from tests.evals import test_experiments as experiments
 from tests.evals.test_experiments import ASK, _agent, _dataset_of, _experiment, _run
+from tests.factories import MembershipFactory
 from tests.processes import Worker
 from usage.models import EvaluationBudget, UsageDaily
 
@@ -89,6 +91,15 @@ def test_a_rubric_case_is_judged_on_a_worker_counted_as_evaluation_spend_and_bud
     assert cost == result.execution.cost_usd + result.judge_cost_usd
     # Against the evaluation budget (created at the default limit), settled: nothing held.
     assert _budget(demo_agency) == (result.judge_cost_usd, Decimal(0))
+    # Read back over the API with the case's result.
+    client = token_client(MembershipFactory.create(agency=demo_agency, role=Role.VIEWER).user)
+    [read] = client.get(f"/api/v1/experiments/{result.experiment_id}/").json()["results"]
+    assert (read["judge_score"], read["judge_reason"], read["checks"][-1]["check"]) == (
+        0.9,
+        result.judge_reason,
+        "judge",
+    )
+    assert Decimal(read["judge_cost_usd"]) == result.judge_cost_usd
 
 
 @pytest.mark.slow
