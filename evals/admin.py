@@ -368,3 +368,7 @@ class ExperimentAdmin(NoAddPageMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
     @admin.display(description="Tokens")
     def tokens(self, obj: Experiment) -> int:
         return obj.tokens_total
+
+
+# The deploy gates' admin and the agent page's "Deploy gate and tests" panel.
+from evals import admin_gate  # noqa: E402, F401 - registers them

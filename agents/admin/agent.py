@@ -27,7 +27,7 @@ from agents.admin.agent_panels import (
 )
 from agents.admin.agent_tabs import FIELDSETS, STATS, STATS_FIELDS
 from agents.admin.common import COMPACT_WIDGETS, EMPTY
-from agents.admin.display import schedule_summary
+from agents.admin.display import awaiting_gate, schedule_summary
 from agents.admin.forms import AgentForm, ToolPatternsWidget, TryItForm
 from agents.models import Agent, AgentGoal, AgentVersion, Execution, ExecutionPurpose
 from agents.services import (
@@ -39,6 +39,7 @@ from agents.services import (
     agent_update,
 )
 from agents.services.agents import EDITABLE_FIELDS
+from agents.services.versions import held_version
 from core.admin_scoping import AgencyScopedAdmin, ScopedInlineMixin, StackedInline, request_agency
 
 PATTERN_FIELDS = ("allowed_tools", "denied_tools")
@@ -196,8 +197,12 @@ class AgentAdmin(panels.RegisteredFields, AgencyScopedAdmin):
         fields = {n: v for n, v in form.cleaned_data.items() if n in EDITABLE_FIELDS}
         user_id = request.user.pk
         if change:
-            current = Agent.objects.get(pk=obj.pk)
+            current = Agent.objects.select_related("current_version").get(pk=obj.pk)
+            held_before = held_version(current)
             saved = agent_update(agent=current, user_id=user_id, **fields)
+            held = held_version(saved)
+            if held is not None and (held_before is None or held.pk != held_before.pk):
+                self.message_user(request, awaiting_gate(held, saved), messages.WARNING)
         else:
             site = fields.pop("site")
             saved = agent_create(agency_id=obj.agency_id, site=site, user_id=user_id, **fields)

@@ -15,6 +15,7 @@ from cron_descriptor import get_description as cron_description
 from django.conf import settings
 from django.utils import timezone
 
+from agents.models import Agent, AgentVersion
 from agents.schedules import InvalidCron, parse_cron
 from tools.access import decide_tool
 from tools.models import Tool
@@ -93,3 +94,13 @@ def tool_access_preview(
             reason = access.message or "No handler for it is installed on this server."
             rows.append(ToolAccess(tool, False, reason))
     return rows
+
+
+def awaiting_gate(held: AgentVersion, agent: Agent) -> str:
+    """What a save or a restore says when a deploy gate holds the version it made."""
+    current = agent.current_version.number if agent.current_version else None
+    keeps = f" The agent keeps running version {current} until then." if current else ""
+    return (
+        f"Saved as version {held.number}, awaiting the deploy gate: it becomes current once "
+        f"its test cases pass (the agent page shows the progress).{keeps}"
+    )

@@ -17,8 +17,9 @@ from unfold.widgets import (
     UnfoldAdminTextInputWidget,
 )
 
-from agents.models import INPUT_MAX_CHARS, Agent, AgentTemplate, LLMProvider
+from agents.models import INPUT_MAX_CHARS, VERSIONED_FIELDS, Agent, AgentTemplate, LLMProvider
 from agents.services import validate_agent_fields
+from agents.services.versions import version_gate
 from core.exceptions import ApplicationError
 from core.models import Site
 
@@ -132,6 +133,16 @@ class AgentForm(AgentConfigForm):
         fields = CHECKED_FIELDS  # the admin adds the fields of its fieldsets
         help_texts = HELP_TEXTS
         field_classes = JSON_LISTS
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        agent = self.instance
+        changed = set(self.changed_data) & set(VERSIONED_FIELDS)
+        gate = version_gate(agent) if agent.pk is not None and changed else None
+        # A deploy gate that cannot run here would refuse the save (agents.services).
+        if gate and (refusal := gate.refusal(agent, active=bool(cleaned.get("is_active")))):
+            self.add_error(None, refusal)
+        return cleaned
 
 
 class AgentTemplateForm(AgentConfigForm):

@@ -20,6 +20,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from agents.admin.display import awaiting_gate
 from agents.models import Agent, AgentVersion
 from agents.services import agent_version_restore
 from agents.services.versions import (
@@ -130,6 +131,9 @@ def restore(
         model_admin.log_change(
             request, agent, f"Restored version {version.number} as version {new.number}."
         )
+        if new.pk != agent.current_version_id:  # a deploy gate holds it
+            model_admin.message_user(request, awaiting_gate(new, agent), messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:agents_agent_change", args=[agent.pk]))
         model_admin.message_user(
             request,
             f"Restored version {version.number}: it is version {new.number} now.",

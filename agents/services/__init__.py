@@ -10,6 +10,7 @@ from agents.services.agents import (
     agent_delete,
     agent_duplicate,
     agent_update,
+    agent_version_activate,
     agent_version_restore,
     validate_agent_fields,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "agent_delete",
     "agent_duplicate",
     "agent_update",
+    "agent_version_activate",
     "agent_version_restore",
     "agents_subscribed",
     "enqueue_execution",

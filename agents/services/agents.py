@@ -13,14 +13,23 @@ from django.forms.models import model_to_dict
 from django.http import Http404
 from django.utils.text import slugify
 
-from agents.models import Agent, AgentConfig, AgentGoal, AgentTemplate, AgentVersion
+from agents.models import (
+    VERSIONED_FIELDS,
+    Agent,
+    AgentConfig,
+    AgentGoal,
+    AgentTemplate,
+    AgentVersion,
+)
 from agents.schedules import InvalidCron, agent_schedule_remove, agent_schedule_sync, parse_cron
 from agents.services.versions import (
+    agent_version_hold,
     agent_version_record,
     changed_fields,
     config_fields,
     config_of,
     plain_line_breaks,
+    version_gate,
 )
 from agents.triggers import InvalidConditions, event_type_error, validate_conditions
 from core.events import event_emit
@@ -30,6 +39,7 @@ from tools.patterns import InvalidPattern, validate_patterns
 
 # Fields an agent copies from a template (and a duplicate from its original).
 CONFIG_FIELDS = tuple(f.name for f in AgentConfig._meta.get_fields() if f.concrete)
+VERSIONED_FIELDS_SET = frozenset(VERSIONED_FIELDS)
 EDITABLE_FIELDS = frozenset(
     {*CONFIG_FIELDS, "slug", "site", "is_active", "is_public", "template"}
 ) - {"id"}
@@ -153,16 +163,48 @@ def agent_update(
 ) -> Agent:
     """Change fields; ``ai.agent.updated`` carries what changed (and the version a change of
     the configuration made), activation its own event. ``restored_from``: the version whose
-    configuration ``fields`` are (:func:`agent_version_restore`)."""
+    configuration ``fields`` are (:func:`agent_version_restore`).
+
+    With a deploy gate (agents.services.versions.VERSION_GATES), a changed configuration is
+    recorded as a new version that is not current, and the gate is started on it: the agent
+    keeps running its current version until the gate makes the new one current
+    (:func:`agent_version_activate`); the other fields (switches, slug, site) apply at once."""
+    return _update(agent=agent, user_id=user_id, restored_from=restored_from, fields=fields)[0]
+
+
+def _update(
+    *,
+    agent: Agent,
+    user_id: int | None,
+    restored_from: AgentVersion | None,
+    fields: dict[str, Any],
+) -> tuple[Agent, AgentVersion | None]:
+    """agent_update, and the version its change made: current, or held by the gate."""
     fields = _check_known(fields)
     validate_agent_fields(fields)
     before = model_to_dict(agent, fields=list(fields))
     was_active = agent.is_active
+    gate = version_gate(agent) if VERSIONED_FIELDS_SET & fields.keys() else None
+    running = config_of(agent) if gate is not None else {}
+    kept = {name: getattr(agent, name) for name in VERSIONED_FIELDS} if gate is not None else {}
     for name, value in fields.items():
         setattr(agent, name, value)
+    proposed = config_of(agent) if gate is not None else {}
+    held = gate is not None and bool(changed_fields(running, proposed))
+    if held and gate is not None and (refusal := gate.refusal(agent, active=agent.is_active)):
+        raise ApplicationError("gate_cannot_run", refusal, status=409)
+    if held:  # the row keeps the configuration its runs use; the new one waits as a version
+        for name, value in kept.items():
+            setattr(agent, name, value)
     agent.updated_by_id = user_id
     _save(agent)
     version = agent_version_record(agent=agent, user_id=user_id, restored_from=restored_from)
+    if held:
+        assert gate is not None
+        version = agent_version_hold(
+            agent=agent, config=proposed, base=running, user_id=user_id, restored_from=restored_from
+        )
+        gate.start(agent=agent, version=version, user_id=user_id)
     agent_schedule_sync(agent)
     changes = {
         name: {"from": _jsonable(before.get(name)), "to": _jsonable(getattr(agent, name))}
@@ -171,13 +213,13 @@ def agent_update(
     }
     if changes:
         payload: dict[str, Any] = {"changes": changes}
-        if version is not None:
+        if version is not None and not held:
             payload["version"] = version.number
         _emit(agent, "ai.agent.updated", payload, user_id)
     if agent.is_active != was_active:
         state = "ai.agent.activated" if agent.is_active else "ai.agent.deactivated"
         _emit(agent, state, {"name": agent.name}, user_id)
-    return agent
+    return agent, version
 
 
 def agent_version_restore(
@@ -196,12 +238,54 @@ def agent_version_restore(
             f"Version {version.number}'s configuration is the agent's current one already.",
             status=409,
         )
-    agent_update(
-        agent=agent, user_id=user_id, restored_from=version, **config_fields(version.config)
+    with transaction.atomic():
+        _, new = _update(
+            agent=agent,
+            user_id=user_id,
+            restored_from=version,
+            fields=config_fields(version.config),
+        )
+    assert new is not None  # the configuration changed: recorded (current, or held by a gate)
+    return new
+
+
+@transaction.atomic
+def agent_version_activate(
+    *, agent: Agent, version: AgentVersion, user_id: int | None = None
+) -> Agent:
+    """Make ``version`` the agent's current version, its configuration put on the agent (no new
+    version): what a deploy gate does with a version that passed it. Runs already started keep
+    the version they started on. 409 when it is current already.
+
+    Precondition: in the agent's agency context; the caller decided the version may be current
+    (the gate's check: evals.services.gate)."""
+    if version.agent_id != agent.pk:
+        raise Http404("No such version of this agent.")
+    locked = Agent.objects.select_for_update().get(pk=agent.pk)
+    if locked.current_version_id == version.pk:
+        raise ApplicationError(
+            "already_current", f"Version {version.number} is current already.", status=409
+        )
+    before = config_of(locked)
+    for name, value in config_fields(version.config).items():
+        setattr(locked, name, value)
+    locked.updated_by_id = user_id
+    _save(locked)
+    Agent.objects.filter(pk=locked.pk).update(current_version=version)
+    locked.current_version = version
+    agent_schedule_sync(locked)
+    changed = changed_fields(before, version.config)
+    _emit(
+        locked,
+        "ai.agent.updated",
+        {
+            "changes": {name: {"to": version.config.get(name)} for name in changed},
+            "version": version.number,
+            "activated": True,
+        },
+        user_id,
     )
-    current = agent.current_version
-    assert current is not None  # agent_update recorded the change
-    return current
+    return locked
 
 
 def _jsonable(value: Any) -> Any:

@@ -13,7 +13,7 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -92,30 +92,106 @@ def agent_version_record(
     unique (agent, number) constraint refuses a duplicate number whatever happens.) Runs never
     take that lock: they read ``current_version_id`` with the agent row.
     """
-    latest = (
-        AgentVersion.objects.filter(agent_id=agent.pk)
-        .order_by("-number")
-        .only("id", "number", "config")
-        .first()
-    )
+    latest = _latest(agent)
     config = config_of(agent)
     if latest is not None and not changed_fields(latest.config, config):
         if agent.current_version_id != latest.pk:  # the row was saved from a stale copy
             Agent.objects.filter(pk=agent.pk).update(current_version=latest)
             agent.current_version = latest
         return None
-    version = AgentVersion.objects.create(
-        agency_id=agent.agency_id,
-        agent=agent,
-        number=latest.number + 1 if latest else 1,
-        config=config,
-        change_summary=changed_fields(latest.config if latest else None, config),
-        created_by_id=user_id,
-        restored_from=restored_from,
+    if latest is not None and agent.current_version_id not in (None, latest.pk):
+        # A newer version waits for a deploy gate: a save that leaves the configuration as the
+        # current version has it (a switch, a name) makes none.
+        current = AgentVersion.objects.filter(pk=agent.current_version_id).only("config").first()
+        if current is not None and not changed_fields(current.config, config):
+            return None
+    before = latest.config if latest else None
+    version = _create(
+        agent, config, latest, before=before, user_id=user_id, restored_from=restored_from
     )
     Agent.objects.filter(pk=agent.pk).update(current_version=version)
     agent.current_version = version
     return version
+
+
+def agent_version_hold(
+    *,
+    agent: Agent,
+    config: VersionConfig,
+    base: VersionConfig,
+    user_id: int | None,
+    restored_from: AgentVersion | None = None,
+) -> AgentVersion:
+    """Record ``config`` as ``agent``'s next version without making it current: it waits for
+    the agent's deploy gate (:data:`VERSION_GATES`). Its change summary is what it changes from
+    ``base``, the configuration the agent runs now. Preconditions: as
+    :func:`agent_version_record` (the agent row written in this transaction)."""
+    return _create(
+        agent, config, _latest(agent), before=base, user_id=user_id, restored_from=restored_from
+    )
+
+
+def _latest(agent: Agent) -> AgentVersion | None:
+    return (
+        AgentVersion.objects.filter(agent_id=agent.pk)
+        .order_by("-number")
+        .only("id", "number", "config")
+        .first()
+    )
+
+
+def _create(
+    agent: Agent,
+    config: VersionConfig,
+    latest: AgentVersion | None,
+    *,
+    before: VersionConfig | None,
+    user_id: int | None,
+    restored_from: AgentVersion | None,
+) -> AgentVersion:
+    return AgentVersion.objects.create(
+        agency_id=agent.agency_id,
+        agent=agent,
+        number=latest.number + 1 if latest else 1,
+        config=config,
+        change_summary=changed_fields(before, config),
+        created_by_id=user_id,
+        restored_from=restored_from,
+    )
+
+
+class VersionGate(Protocol):
+    """What may hold a new version of an agent back from becoming current (evals' deploy gate,
+    registered by evals.apps): ``holds`` says whether it does for ``agent``; ``start`` is
+    given the version it holds (recorded, not current), in the save's transaction."""
+
+    def holds(self, agent: Agent) -> bool: ...
+
+    def refusal(self, agent: Agent, *, active: bool) -> str | None:
+        """Why it could not start on ``agent`` (``active``: switched on after the save), or
+        None: a save it would hold is then refused, not left waiting for nothing."""
+        ...
+
+    def start(self, *, agent: Agent, version: AgentVersion, user_id: int | None) -> None: ...
+
+
+# Registered by the apps that gate versions (the agents app names none of them).
+VERSION_GATES: list[VersionGate] = []
+
+
+def version_gate(agent: Agent) -> VersionGate | None:
+    """The first registered gate that holds ``agent``'s new versions, or None."""
+    return next((gate for gate in VERSION_GATES if gate.holds(agent)), None)
+
+
+def held_version(agent: Agent) -> AgentVersion | None:
+    """The newest version of ``agent`` when it is newer than the current one (held by a gate,
+    or one that failed it), else None."""
+    latest = _latest(agent)
+    if latest is None or latest.pk == agent.current_version_id:
+        return None
+    current = agent.current_version.number if agent.current_version else 0
+    return latest if latest.number > current else None
 
 
 # --- reads --------------------------------------------------------------------------------------

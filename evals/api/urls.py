@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from evals.api.canary import AgentCanaryView, CanaryPromoteView, CanaryStopView
+from evals.api.gate import DeployGateView, VersionActivateView
 from evals.api.views import DatasetViewSet, ExperimentViewSet, SaveAsTestCase
 
 router = SimpleRouter()
@@ -11,6 +12,12 @@ router.register("datasets", DatasetViewSet, basename="dataset")
 router.register("experiments", ExperimentViewSet, basename="experiment")
 
 urlpatterns = [
+    path("agents/<str:agent_id>/deploy-gate/", DeployGateView.as_view(), name="agent-deploy-gate"),
+    path(
+        "agents/<str:agent_id>/versions/<str:number>/activate/",
+        VersionActivateView.as_view(),
+        name="agent-version-activate",
+    ),
     path("agents/<str:agent_id>/canary/", AgentCanaryView.as_view(), name="agent-canary"),
     path("agents/<str:agent_id>/canary/stop/", CanaryStopView.as_view(), name="agent-canary-stop"),
     path(

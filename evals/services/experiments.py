@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Q, Sum
@@ -27,6 +28,7 @@ from evals.expectations import judge_check, score
 from evals.models import (
     DatasetVersion,
     Experiment,
+    ExperimentKind,
     ExperimentResult,
     ExperimentStatus,
     ResultStatus,
@@ -34,6 +36,7 @@ from evals.models import (
 )
 
 SCORE_TASK = "evals.score_result"
+GATE_TASK = "evals.gate_decide"  # a deploy gate's experiment completed (evals.services.gate)
 JUDGE_TASK = "evals.judge_result"
 # Where a case's run may start from: a case of an event or another agent replays as a manual run
 # with the same payload (no event is emitted, no parent run is there).
@@ -60,11 +63,16 @@ def experiment_start(
     dataset_version: DatasetVersion,
     version_number: int | None = None,
     user_id: int | None = None,
+    kind: str = ExperimentKind.MANUAL,
+    min_pass_rate: Decimal | None = None,
+    draft_config: dict[str, Any] | None = None,
 ) -> Experiment:
     """Start one run per case of ``dataset_version`` on ``agent``'s version ``version_number``
     (its current one when None); the runs reach the workers when the caller's transaction
     commits. Refused (400, nothing written) for a dataset of another agent, an empty version,
-    or an agent that may not start runs (inactive)."""
+    or an agent that may not start runs (inactive). ``kind``: who asked (a deploy gate, with
+    its ``min_pass_rate``); ``draft_config``: an unsaved configuration of the editor, which the
+    runs use instead of the version's (evals/run_plugin.py)."""
     dataset = dataset_version.dataset
     if dataset.agent_id is not None and dataset.agent_id != agent.pk:
         raise ApplicationError(
@@ -84,6 +92,9 @@ def experiment_start(
             dataset_version=dataset_version,
             started_by_id=user_id,
             case_count=len(cases),
+            kind=kind,
+            min_pass_rate=min_pass_rate,
+            draft_config=draft_config,
         )
         for case in cases:
             result = ExperimentResult.objects.create(
@@ -109,6 +120,8 @@ def experiment_start(
                         "result_id": str(result.pk),
                         "case_id": str(case.pk),
                         "agent_version_id": str(version.pk),
+                        # (read by the run plugin without a query for any other experiment)
+                        "draft": draft_config is not None,
                     }
                 },
             )
@@ -219,6 +232,14 @@ def _experiment_update(experiment_id: uuid.UUID) -> None:
     if totals["running"] == 0 and experiment.status == ExperimentStatus.RUNNING:
         experiment.status = ExperimentStatus.COMPLETED
         experiment.finished_at = timezone.now()
+        if experiment.kind == ExperimentKind.GATE:  # its version waits for the verdict
+            send_task_on_commit(
+                GATE_TASK,
+                str(experiment.pk),
+                agency_id=experiment.agency_id,
+                about=f"deploy gate experiment {experiment.pk}",
+                then="its version stays not current; activate it over the API once it passed",
+            )
     experiment.save()
 
 

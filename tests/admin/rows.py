@@ -17,9 +17,10 @@ from agents.models import (
     TriggerLog,
 )
 from approvals.models import Approval, RiskRule
+from core import tenancy
 from core.models import Agency, Event, Membership, Site
 from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
-from evals.models import Canary, Dataset, DatasetVersion, Experiment, TestCase
+from evals.models import Canary, Dataset, DatasetVersion, DeployGate, Experiment, TestCase
 from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
 from memory.embeddings import DIMENSIONS
 from memory.learning.models import Investigation, LearnedPattern, RunQuality
@@ -94,6 +95,12 @@ def _execution(agency: Agency) -> Execution:
     return ExecutionFactory.create(agent=_agent(agency))
 
 
+def _gate(agency: Agency) -> DeployGate:
+    agent, dataset = _agent(agency), DatasetFactory.create(agency=agency)
+    with tenancy.agency_context(agency.pk):
+        return DeployGate.objects.create(agency=agency, agent=agent, dataset=dataset)
+
+
 def _contact(agency: Agency) -> Contact:
     return ContactFactory.create(agency=agency)
 
@@ -145,5 +152,6 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     DatasetVersion: lambda a: DatasetVersionFactory.create(dataset__agency=a),
     TestCase: lambda a: TestCaseFactory.create(version__dataset__agency=a),
     Experiment: lambda a: ExperimentFactory.create(dataset_version__dataset__agency=a),
+    DeployGate: _gate,
     Canary: canary_row,
 }

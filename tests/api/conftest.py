@@ -73,6 +73,12 @@ EXPECTED_OPERATIONS |= {
     "experiments_retrieve",
 }  # fmt: skip
 
+# The deploy gate (issue 28, evals/api/gate.py): an agent's gate, and making a version current.
+EXPECTED_OPERATIONS |= {
+    "agents_deploy_gate_retrieve", "agents_deploy_gate_set", "agents_deploy_gate_destroy",
+    "agents_versions_activate",
+}  # fmt: skip
+
 # Canary versions (issue 28, evals/api/canary.py): an agent's canary, started, stopped, promoted.
 EXPECTED_OPERATIONS |= {
     "agents_canary_retrieve", "agents_canary_start", "agents_canary_stop", "agents_canary_promote",
