@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Model, QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -30,8 +31,12 @@ from core.admin_scoping import (
     request_agency,
 )
 from core.exceptions import ApplicationError
-from evals import admin_canary  # noqa: F401 - the canaries' admin and agent page panel
-from evals.admin_case import CASE_FIELDS, TestCaseForm, expectations_summary
+from evals import (
+    admin_canary,  # noqa: F401 - the canaries' admin and agent page panel
+    admin_testcase,  # noqa: F401 - registers the test cases' admin
+)
+from evals.admin_case import expectations_summary
+from evals.admin_compare import compare_url, compare_view
 from evals.admin_run import run_experiment
 from evals.admin_save_case import save_case
 from evals.models import (
@@ -44,8 +49,6 @@ from evals.models import (
     TestCase,
 )
 from evals.services.datasets import (
-    dataset_case_add,
-    dataset_case_change,
     dataset_create,
     export_jsonl,
 )
@@ -76,7 +79,7 @@ class DatasetAdmin(AgencyScopedAdmin):
     fields = ["name", "agent", "description", "current_version", "cases_list", "versions_list"]
     readonly_fields = ["current_version", "cases_list", "versions_list"]
     actions = ["export"]
-    actions_detail = ["run_experiment"]
+    actions_detail = ["run_experiment", "compare_versions"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).annotate(cases=Count("current_version__cases"))
@@ -151,6 +154,15 @@ class DatasetAdmin(AgencyScopedAdmin):
     )
     def run_experiment(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return run_experiment(self, request, self.get_object(request, object_id))
+
+    @action(description="Compare versions", icon="compare_arrows", url_path="compare")
+    def compare_versions(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Its last experiment of each agent version, side by side (evals/admin_compare.py)."""
+        dataset = self.get_object(request, object_id)
+        if dataset is None:
+            raise Http404
+        url = reverse("admin:evals_experiment_compare") + f"?dataset={dataset.pk}"
+        return HttpResponseRedirect(url)
 
     @admin.display(description="Version", ordering="current_version__number")
     def version(self, obj: Dataset) -> str:
@@ -229,70 +241,6 @@ class DatasetVersionAdmin(NoAddPageMixin, ReadOnlyAdminMixin, AgencyScopedAdmin)
     inlines = [CaseInline]
 
 
-@admin.register(TestCase)
-class TestCaseAdmin(AgencyScopedAdmin):
-    empty_state = EmptyState(
-        "No test case yet",
-        "A test case is what a run started with and what it must do. Save one from an ended "
-        "run's page (Save as a test case), write one here into a dataset, or import JSONL "
-        "over the API.",
-        "Datasets",
-        "admin:evals_dataset_changelist",
-    )
-    form = TestCaseForm
-    list_display = ["name", "version", "position", "updated_at"]
-    list_select_related = ["version__dataset"]
-    search_fields = ["name", "input", "version__dataset__name"]
-    fields = ["version", "key", *CASE_FIELDS, "saved_from"]
-    readonly_fields = ["version", "key", "saved_from"]
-
-    def get_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
-        return self.fields if obj is not None else ["dataset", *CASE_FIELDS]
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
-        return self.readonly_fields if obj is not None else []
-
-    def get_form(
-        self, request: HttpRequest, obj: Model | None = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        form = super().get_form(request, obj, change, **kwargs)
-        datasets = DatasetAdmin(Dataset, self.admin_site).get_queryset(request)
-        return type(form.__name__, (form,), {"datasets": datasets})
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False  # a version's cases stay as they were (remove one over the API)
-
-    @admin.display(description="Saved from run")
-    def saved_from(self, obj: TestCase) -> SafeString | str:
-        if obj.source_execution_id is None:
-            return "-"
-        url = reverse("admin:agents_execution_change", args=[obj.source_execution_id])
-        return format_html(
-            '<a href="{}" class="{}">{}</a>', url, _LINK, str(obj.source_execution_id)[:8]
-        )
-
-    def save_model(
-        self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
-    ) -> None:
-        """Through the services (the form has checked the case by their rules): a new version
-        of the dataset, the page going on with its copy of the case."""
-        assert isinstance(form, TestCaseForm)
-        if change:
-            dataset = obj.version.dataset
-            changes = {name: form.cleaned_data[name] for name in form.changed_data}
-            version = dataset_case_change(
-                dataset=dataset, key=str(obj.key), changes=changes, user_id=request.user.pk
-            )
-            new = TestCase.objects.get(version=version, key=obj.key)
-        else:
-            dataset = form.cleaned_data["dataset"]
-            version = dataset_case_add(dataset=dataset, case=form.case(), user_id=request.user.pk)
-            new = TestCase.objects.filter(version=version).order_by("-position")[0]
-        obj.pk, obj.key, obj.version = new.pk, new.key, version  # the old case is unchanged
-        obj._state.adding = False
-        messages.info(request, f"Saved as version {version.number} of {dataset.name}.")
-
-
 class ResultInline(ScopedInlineMixin, StackedInline):
     """One block per case (its checks read as lines, on a phone too), never edited."""
 
@@ -352,6 +300,21 @@ class ExperimentAdmin(NoAddPageMixin, ReadOnlyAdminMixin, AgencyScopedAdmin):
                                 "progress", "pass_rate_shown", "tokens", "cost_usd", "created_at",
                                 "finished_at")  # fmt: skip
     inlines = [ResultInline]
+    actions = ["compare"]
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.compare_view)
+        mine = [path("compare/", view, name="evals_experiment_compare")]
+        return [*mine, *super().get_urls()]
+
+    def compare_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return compare_view(self, request, self.get_queryset(request))
+
+    @admin.action(description="Compare side by side (experiments of one dataset)")
+    def compare(self, request: HttpRequest, queryset: QuerySet[Experiment]) -> HttpResponse:
+        return HttpResponseRedirect(compare_url(list(queryset.values_list("pk", flat=True))))
 
     @admin.display(description="Progress")
     def progress(self, obj: Experiment) -> str:

@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from evals.api.canary import AgentCanaryView, CanaryPromoteView, CanaryStopView
+from evals.api.compare import ExperimentCompare
 from evals.api.gate import DeployGateView, VersionActivateView
 from evals.api.views import DatasetViewSet, ExperimentViewSet, SaveAsTestCase
 
@@ -25,6 +26,8 @@ urlpatterns = [
         CanaryPromoteView.as_view(),
         name="agent-canary-promote",
     ),
+    # Before the router's experiments/<id>/, which would take "compare" for an id.
+    path("experiments/compare/", ExperimentCompare.as_view(), name="experiment-compare"),
     path(
         "executions/<str:execution_id>/test-case/",
         SaveAsTestCase.as_view(),

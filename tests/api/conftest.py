@@ -70,7 +70,7 @@ EXPECTED_OPERATIONS |= {
     "datasets_list", "datasets_create", "datasets_retrieve", "datasets_cases_list",
     "datasets_cases_create", "datasets_export", "datasets_import",
     "executions_save_as_test_case", "experiments_list", "experiments_create",
-    "experiments_retrieve",
+    "experiments_retrieve", "experiments_compare",
 }  # fmt: skip
 
 # The deploy gate (issue 28, evals/api/gate.py): an agent's gate, and making a version current.
