@@ -3,19 +3,17 @@ by side in headless Chromium at 1440 and 390 px"): a case saved from a real demo
 real worker against the agent's version 1 (it passes) and, after task_create is taken away, its
 version 2 (it fails); the dataset's "Compare versions" shows both side by side, the better
 figures marked, the case's outcome per version (the check version 2 failed, what each called
-and answered, each run linked) and the pass rate and cost per case over time. Screenshots in
-/work/notes/e5-screens/ (the README's: docs/img/evals-compare*.png), no sideways scroll on a
+and answered, each run linked) and the pass rate and cost per case over time. Screenshots
+(.data/screenshots/e5-*; the README's: docs/img/evals-compare*.png), no sideways scroll on a
 phone. And the test case pages two defects touched: an older version's case reads only and
 links the current one; deleting a case confirms it makes a new version without it."""
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from agents.services import agent_update
 from core import tenancy
@@ -23,7 +21,7 @@ from core.models import Agency, Role
 from evals.models import TestCase
 from evals.services.datasets import dataset_case_change
 from tests.admin.conftest import member
-from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.browser.conftest import agency_member, logged_in, look_at_both_widths
 from tests.evals.test_admin import _dataset_with_a_case
 from tests.evals.test_experiments import (  # noqa: F401 - fixtures
     ASK,
@@ -34,25 +32,9 @@ from tests.evals.test_experiments import (  # noqa: F401 - fixtures
     demo_agency,
     demo_model,
 )
-from tests.factories import AgencyFactory
 from tests.processes import AsgiServer, Worker
 
 pytestmark = pytest.mark.slow
-SCREENS = Path("/work/notes/e5-screens")
-
-
-def _look(page: Page, name: str) -> None:
-    """Screenshots at both widths (into the notes too); no sideways scroll on a phone."""
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    for size, suffix in ((DESKTOP, "1440"), (PHONE, "390")):
-        page.set_viewport_size(size)
-        page.wait_for_timeout(300)  # (Chart.js redraws its canvases at the new width)
-        path = screenshot(page, f"e5-{name}-{suffix}")
-        (SCREENS / path.name).write_bytes(path.read_bytes())
-        if size is PHONE:
-            width = page.evaluate("document.documentElement.scrollWidth")
-            assert width <= PHONE["width"], f"{name} scrolls sideways on a phone ({width} px)"
-    page.set_viewport_size(DESKTOP)
 
 
 def test_two_versions_results_side_by_side(
@@ -90,7 +72,7 @@ def test_two_versions_results_side_by_side(
     one.get_by_text("Answer").click()
     expect(one.locator("pre")).not_to_be_empty()
     expect(page.locator("canvas.chart")).to_have_count(2)
-    _look(page, "compare")
+    look_at_both_widths(page, "e5-compare")
 
     one.get_by_role("link", name="Run ").click()
     assert "/admin/agents/execution/" in page.url
@@ -99,7 +81,7 @@ def test_two_versions_results_side_by_side(
 def test_an_older_versions_case_reads_only_and_a_delete_makes_a_new_version(
     browser: Browser, asgi_server: AsgiServer, live_db: Any
 ) -> None:
-    agency = AgencyFactory.create(slug=f"evals-{uuid.uuid4().hex[:8]}")
+    agency, staff = agency_member(Role.STAFF)
     dataset = _dataset_with_a_case(agency)
     with tenancy.agency_context(agency.id):
         old = TestCase.objects.get(version=dataset.current_version)
@@ -107,18 +89,18 @@ def test_an_older_versions_case_reads_only_and_a_delete_makes_a_new_version(
             dataset=dataset, key=str(old.key), changes={"input": "Hello."}, user_id=None
         )
         current = TestCase.objects.get(version=dataset.current_version)
-    page = logged_in(browser, asgi_server, member(agency, Role.STAFF)).new_page()
+    page = logged_in(browser, asgi_server, staff).new_page()
     admin = f"{asgi_server.url}/admin/evals/testcase"
 
     page.goto(f"{admin}/{old.pk}/change/")
     expect(page.get_by_text("This case belongs to version 2 of Alex's cases")).to_be_visible()
     expect(page.get_by_role("button", name="Save", exact=True)).to_have_count(0)
-    _look(page, "case-older-version")
+    look_at_both_widths(page, "e5-case-older-version")
     page.get_by_role("link", name="open it in the current version").click()
     assert page.url.endswith(f"/testcase/{current.pk}/change/")
 
     page.get_by_role("link", name="Delete").click()
     expect(page.get_by_text("left out of a new version of Alex's cases")).to_be_visible()
-    _look(page, "case-delete")
-    page.get_by_role("button", name="Yes, I").click()  # (Django's typographic ’)
+    look_at_both_widths(page, "e5-case-delete")
+    page.get_by_role("button", name="Yes, I").click()  # (Django writes I\u2019m)
     expect(page.get_by_text("Saved as version 4 of Alex's cases, without")).to_be_visible()
