@@ -2,15 +2,17 @@
 model, so the fake provider answers each arm its own way): runs are routed by contact to the
 arm the hash names and keep it; a candidate whose runs fail is rolled back by itself once each
 arm has its minimum of runs (the event and the inbox notice exist, new runs go to stable); a
-good candidate is promoted by rule after N runs."""
+good candidate is promoted by rule after N runs; two evaluations at once roll back once."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -23,8 +25,9 @@ from devkit.fake_server.script import HttpError, text_reply
 from evals.canary_plugin import routing_key
 from evals.canary_rule import on_candidate
 from evals.models import Canary, CanaryStatus
-from evals.services.canaries import canary_start
-from tests.factories import MembershipFactory
+from evals.services.canaries import canary_evaluate, canary_start
+from tests.agents.factories import AgentFactory, ExecutionFactory
+from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
 from tests.processes import Worker, wait_for
 
 pytestmark = pytest.mark.slow
@@ -147,3 +150,36 @@ def test_a_good_candidate_is_promoted_by_rule_after_n_runs(
     # The next run, whoever it is for, is on the promoted configuration.
     after = wait_for(_start(agent, str(uuid.uuid4())))
     assert (after.agent_version_id, after.output) == (current.current_version_id, "Candidate.")
+
+
+def test_two_runs_ending_together_roll_back_once(live_db: None) -> None:
+    """Two evaluations at once (two runs' ends on two workers): the canary's row lock makes the
+    second wait and find it ended, so there is one rollback and one event."""
+    agency = AgencyFactory.create()
+    agent = AgentFactory.create(agency=agency, site=SiteFactory.create(agency=agency))
+    candidate, stable = _versions(agent)
+    with tenancy.agency_context(agency.id):
+        canary = canary_start(agent=agent, candidate=candidate, share=50, min_runs=5)
+        for version, status in [(stable, ExecutionStatus.COMPLETED), (candidate, "failed")]:
+            for _ in range(5):
+                ExecutionFactory.create(agent=agent, agent_version=version, status=status)
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def evaluate() -> None:
+        try:
+            with tenancy.agency_context(agency.id):
+                barrier.wait(timeout=10)
+                outcomes.append(canary_evaluate(canary_id=canary.pk))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=evaluate) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert outcomes == [CanaryStatus.ROLLED_BACK, CanaryStatus.ROLLED_BACK]
+    with tenancy.agency_context(agency.id):
+        assert Event.objects.filter(event_type="ai.version.rolled_back").count() == 1
+        assert Canary.objects.get(pk=canary.pk).status == CanaryStatus.ROLLED_BACK
