@@ -63,9 +63,10 @@ def figures_table(figures: dict[str, Any], canary: Canary) -> SafeString:
 
 def _summary(canary: Canary) -> str:
     threshold = format(Decimal(canary.threshold).normalize(), "f")
+    verb = "takes" if canary.status == CanaryStatus.RUNNING else "took"
     rule = f", promoted after {canary.promote_after} candidate runs" if canary.promote_after else ""
     return (
-        f"Version {canary.candidate.number} takes {canary.share} % of new runs, version "
+        f"Version {canary.candidate.number} {verb} {canary.share} % of new runs, version "
         f"{canary.stable.number} the rest; rolls back on {canary.get_metric_display().lower()} "
         f"(threshold {threshold}, at least {canary.min_runs} ended runs per arm){rule}."
     )

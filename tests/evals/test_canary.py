@@ -275,6 +275,9 @@ def test_the_agent_page_and_the_admin_start_show_and_stop_a_canary(
     with tenancy.agency_context(agent.agency_id):
         canary.refresh_from_db()
     assert (canary.status, canary.ended_by_id) == (CanaryStatus.STOPPED, staff.pk)
+    ended = client.get(reverse("admin:evals_canary_change", args=[canary.pk])).content.decode()
+    assert "Version 2 took 25 % of new runs" in ended
+    assert stop not in ended  # no Promote or Stop once it has ended
     assert 'id="home-canaries"' not in client.get(reverse("admin:index")).content.decode()
 
 
