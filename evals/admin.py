@@ -248,7 +248,8 @@ class ResultInline(ScopedInlineMixin, StackedInline):
     extra = 0
     can_delete = False
     fields = readonly_fields = ("case", "status", "run", "steps", "tokens", "cost_usd",
-                                "latency_ms", "unrecorded_calls", "checks_list")  # fmt: skip
+                                "latency_ms", "unrecorded_calls", "loops_flagged",
+                                "checks_list")  # fmt: skip
 
     def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

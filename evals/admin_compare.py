@@ -37,6 +37,7 @@ ROWS: list[tuple[str, str, str]] = [
     ("steps_mean", "Steps (mean)", "number"),
     ("tokens_mean", "Tokens per case (mean)", "integer"),
     ("judge_score_mean", "Judge score (mean)", "score"),
+    ("loops_flagged", "Loops flagged", "integer"),
 ]
 
 

@@ -42,6 +42,7 @@ HIGHER_IS_BETTER = {
     "steps_mean": False,
     "tokens_mean": False,
     "judge_score_mean": True,
+    "loops_flagged": False,
 }
 
 
@@ -59,6 +60,7 @@ class Figures:
     steps_mean: float | None
     tokens_mean: float | None
     judge_score_mean: float | None
+    loops_flagged: int  # loops caught in its runs, all cases together
     best: frozenset[str] = field(default_factory=frozenset)  # the figures it is best at
 
 
@@ -133,6 +135,7 @@ def figures(experiment: Experiment, results: Sequence[ExperimentResult]) -> Figu
         steps_mean=_mean([r.steps for r in ran]),
         tokens_mean=_mean([r.tokens_total for r in ran]),
         judge_score_mean=_mean(scores),
+        loops_flagged=sum(r.loops_flagged for r in ran),
     )
 
 

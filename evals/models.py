@@ -181,6 +181,9 @@ class ExperimentResult(AgencyOwnedModel):
     cost_usd = models.DecimalField("cost (USD)", max_digits=12, decimal_places=6, default=0)
     latency_ms = models.PositiveIntegerField("latency (ms)", null=True, blank=True)
     unrecorded_calls = models.PositiveIntegerField(default=0)
+    # Loops the run's loop detection caught (flow's LoopDetection rows): flagged even when the
+    # run went on to pass.
+    loops_flagged = models.PositiveIntegerField(default=0)
     # The LLM judge's verdict on the case's ``judge_rubric`` (0 to 1, its reason), and what the
     # judge's model call cost (counted in usage as evaluation spend).
     judge_score = models.FloatField(null=True, blank=True)

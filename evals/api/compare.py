@@ -44,6 +44,7 @@ class FiguresSerializer(serializers.Serializer[Any]):
     steps_mean = serializers.FloatField(allow_null=True)
     tokens_mean = serializers.FloatField(allow_null=True)
     judge_score_mean = serializers.FloatField(allow_null=True)
+    loops_flagged = serializers.IntegerField(help_text="Loops caught in its runs, all cases.")
     best = serializers.ListField(
         child=serializers.CharField(),
         help_text="The figures this experiment is best at among those compared.",

@@ -86,8 +86,8 @@ class ResultSerializer(serializers.ModelSerializer[ExperimentResult]):
         model = ExperimentResult
         fields = [
             "case", "case_name", "execution", "status", "checks", "steps", "tokens_total",
-            "cost_usd", "latency_ms", "unrecorded_calls", "judge_score", "judge_reason",
-            "judge_cost_usd",
+            "cost_usd", "latency_ms", "unrecorded_calls", "loops_flagged", "judge_score",
+            "judge_reason", "judge_cost_usd",
         ]  # fmt: skip
         read_only_fields = fields
 

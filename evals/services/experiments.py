@@ -34,6 +34,7 @@ from evals.models import (
     ResultStatus,
     TestCase,
 )
+from flow.models import LoopDetection
 
 SCORE_TASK = "evals.score_result"
 GATE_TASK = "evals.gate_decide"  # a deploy gate's experiment completed (evals.services.gate)
@@ -168,6 +169,7 @@ def experiment_result_score(*, result_id: uuid.UUID | str) -> ExperimentResult |
         result.cost_usd = execution.cost_usd
         result.latency_ms = execution.duration_ms
         result.unrecorded_calls = unrecorded
+        result.loops_flagged = LoopDetection.objects.filter(execution_id=execution.pk).count()
         result.scored_at = timezone.now()
         result.save()
         _experiment_update(result.experiment_id)
