@@ -101,6 +101,15 @@ def _gate(agency: Agency) -> DeployGate:
         return DeployGate.objects.create(agency=agency, agent=agent, dataset=dataset)
 
 
+def _case(agency: Agency) -> TestCase:
+    """A case of its dataset's current version (an older version's case reads only)."""
+    case = TestCaseFactory.create(version__dataset__agency=agency)
+    dataset = case.version.dataset
+    with tenancy.agency_context(agency.pk):
+        Dataset.objects.filter(pk=dataset.pk).update(current_version=case.version)
+    return case
+
+
 def _contact(agency: Agency) -> Contact:
     return ContactFactory.create(agency=agency)
 
@@ -150,7 +159,7 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     Investigation: lambda a: InvestigationFactory.create(execution=_execution(a)),
     Dataset: lambda a: DatasetFactory.create(agency=a),
     DatasetVersion: lambda a: DatasetVersionFactory.create(dataset__agency=a),
-    TestCase: lambda a: TestCaseFactory.create(version__dataset__agency=a),
+    TestCase: _case,
     Experiment: lambda a: ExperimentFactory.create(dataset_version__dataset__agency=a),
     DeployGate: _gate,
     Canary: canary_row,

@@ -1,18 +1,16 @@
 """Canary versions in Chromium (issue 28): the agent page's Canary panel (Runs & stats), the
 staff home's "Canary versions" card, the canary's page with Promote and Stop, and the inbox's
 notice of a rollback, at 1440 and 390 px with no sideways scroll. Screenshots:
-.data/screenshots/canary-*.png (copied to /work/notes/e7-screens when that folder exists)."""
+.data/screenshots/canary-*.png."""
 
 from __future__ import annotations
 
 import re
-import shutil
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from agents.models import ExecutionStatus
 from agents.services import agent_update, agent_version_restore
@@ -20,19 +18,11 @@ from core import tenancy
 from core.models import Role
 from evals.services.canaries import canary_evaluate, canary_start
 from tests.agents.factories import AgentFactory, ExecutionFactory
-from tests.browser.conftest import SHOTS, agency_member, logged_in, look_at_both_widths
+from tests.browser.conftest import agency_member, logged_in, look_at_both_widths
 from tests.factories import SiteFactory
 from tests.processes import AsgiServer
 
 pytestmark = pytest.mark.slow
-NOTES = Path("/work/notes/e7-screens")
-
-
-def _shots(page: Page, name: str) -> None:
-    look_at_both_widths(page, name)
-    if NOTES.is_dir():
-        for width in (1440, 390):
-            shutil.copy(SHOTS / f"{name}-{width}.png", NOTES / f"{name}-{width}.png")
 
 
 def test_a_canarys_figures_show_on_the_agent_page_the_home_and_its_page_and_a_rollback_in_the_inbox(
@@ -70,7 +60,7 @@ def test_a_canarys_figures_show_on_the_agent_page_the_home_and_its_page_and_a_ro
     expect(card).to_contain_text("Support triage")
     expect(card).to_contain_text("Candidate (v2)")
     expect(card).to_contain_text("20%")  # stable's failure rate: 1 of 5
-    _shots(page, "canary-home")
+    look_at_both_widths(page, "canary-home")
 
     page.goto(f"{asgi_server.url}/admin/agents/agent/{agent.pk}/change/")
     page.locator("a[x-on\\:click]", has_text=re.compile(r"^\s*Runs & stats\s*$")).first.click()
@@ -79,12 +69,12 @@ def test_a_canarys_figures_show_on_the_agent_page_the_home_and_its_page_and_a_ro
     expect(panel).to_contain_text("Stable (v3)")
     expect(panel).to_contain_text("$0.0081")
     panel.scroll_into_view_if_needed()
-    _shots(page, "canary-agent-page")
+    look_at_both_widths(page, "canary-agent-page")
 
     page.get_by_role("link", name="Open the canary (promote or stop)").click()
     expect(page.get_by_role("button", name="Promote the candidate")).to_be_visible()
     expect(page.get_by_role("button", name="Stop the canary")).to_be_visible()
-    _shots(page, "canary-page")
+    look_at_both_widths(page, "canary-page")
 
     with tenancy.agency_context(agency.id):
         for _ in range(5):
@@ -96,8 +86,8 @@ def test_a_canarys_figures_show_on_the_agent_page_the_home_and_its_page_and_a_ro
     notice = page.locator(".inbox-notices")
     expect(notice).to_contain_text("Support triage: canary of version 2 rolled back")
     expect(notice).to_contain_text("Rolled back by itself: failure rate")
-    _shots(page, "canary-inbox-notice")
+    look_at_both_widths(page, "canary-inbox-notice")
     notice.get_by_role("link").first.click()
     expect(page.locator("#content")).to_contain_text("Rolled back")
-    _shots(page, "canary-rolled-back")
+    look_at_both_widths(page, "canary-rolled-back")
     context.close()

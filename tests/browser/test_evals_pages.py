@@ -1,17 +1,16 @@
 """Evaluations in the browser (issue 28): on an ended run's page, "Save as a test case" opens a
 form that saves the run into one of its agent's datasets and lands on the new case; the case,
 the datasets list and an experiment's page read well at 1440 and 390 px, with no sideways
-scroll on a phone. Screenshots in /work/notes/e1-screens/."""
+scroll on a phone. Screenshots in .data/screenshots/e1-*."""
 
 from __future__ import annotations
 
 import uuid
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from agents.models import ExecutionStatus
 from core import tenancy
@@ -20,26 +19,11 @@ from evals.models import ExperimentResult, ExperimentStatus, ResultStatus, TestC
 from evals.services.datasets import dataset_create
 from tests.admin.conftest import member
 from tests.agents.factories import AgentFactory, ExecutionFactory
-from tests.browser.conftest import DESKTOP, PHONE, logged_in, screenshot
+from tests.browser.conftest import logged_in, look_at_both_widths
 from tests.evals.factories import ExperimentFactory
 from tests.factories import AgencyFactory
 from tests.processes import AsgiServer
 from tests.tools.factories import ToolCallFactory
-
-SCREENS = Path("/work/notes/e1-screens")
-
-
-def _look(page: Page, name: str, *, phone_fits: bool = True) -> None:
-    """Screenshots at both widths (into the notes too); no sideways scroll on a phone."""
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    for size, suffix in ((DESKTOP, "1440"), (PHONE, "390")):
-        page.set_viewport_size(size)
-        path = screenshot(page, f"e1-{name}-{suffix}")
-        (SCREENS / path.name).write_bytes(path.read_bytes())
-        if size is PHONE and phone_fits:
-            width = page.evaluate("document.documentElement.scrollWidth")
-            assert width <= PHONE["width"], f"{name} scrolls sideways on a phone ({width} px)"
-    page.set_viewport_size(DESKTOP)
 
 
 def test_an_ended_run_is_saved_as_a_test_case_from_its_page(
@@ -68,15 +52,17 @@ def test_an_ended_run_is_saved_as_a_test_case_from_its_page(
     page.goto(f"{asgi_server.url}/admin/agents/execution/{execution.pk}/change/")
     button = page.get_by_role("link", name="Save as a test case")
     expect(button).to_be_visible()
-    _look(page, "run-page", phone_fits=False)  # (the run page itself is another's work)
+    look_at_both_widths(
+        page, "e1-run-page", phone_fits=False
+    )  # (the run page itself is another's work)
     button.click()
     expect(page.get_by_role("heading", name="Save as a test case")).to_be_visible()
     page.get_by_label("Dataset").select_option(label="Alex's cases")
-    _look(page, "save-case-form")
+    look_at_both_widths(page, "e1-save-case-form")
     page.get_by_role("button", name="Save the test case").click()
 
     expect(page.get_by_text("Saved as a test case: Alex's cases, version 2.")).to_be_visible()
-    _look(page, "test-case")
+    look_at_both_widths(page, "e1-test-case")
     with tenancy.agency_context(agency.id):
         case = TestCase.objects.select_related("version").get(version__dataset=dataset)
     assert case.source_execution_id == execution.pk
@@ -85,7 +71,7 @@ def test_an_ended_run_is_saved_as_a_test_case_from_its_page(
 
     page.goto(f"{asgi_server.url}/admin/evals/dataset/")
     expect(page.get_by_role("link", name="Alex's cases")).to_be_visible()
-    _look(page, "datasets")
+    look_at_both_widths(page, "e1-datasets")
 
     experiment = ExperimentFactory.create(
         agent=agent, agency=agency, dataset_version=case.version, status=ExperimentStatus.COMPLETED,
@@ -102,4 +88,4 @@ def test_an_ended_run_is_saved_as_a_test_case_from_its_page(
         )  # fmt: skip
     page.goto(f"{asgi_server.url}/admin/evals/experiment/{experiment.pk}/change/")
     expect(page.get_by_text("must call crm_search_contacts")).to_be_visible()
-    _look(page, "experiment")
+    look_at_both_widths(page, "e1-experiment")

@@ -24,7 +24,7 @@ from core.api_keys.services import api_key_create
 from core.models import Agency, Role, User
 from core.selectors import agency_keys
 from core.services import agency_delete
-from evals.models import ExperimentResult
+from evals.models import Canary, DeployGate, ExperimentResult
 from members.services import invitation_create
 from memory.embeddings import DIMENSIONS
 from tests.admin.helpers import admin_url
@@ -79,6 +79,7 @@ from tests.usage.factories import (
     UsagePeriodFactory,
 )
 from tests.webhooks.factories import WebhookDeliveryFactory
+from usage.models import EvaluationBudget
 
 pytestmark = pytest.mark.django_db
 
@@ -108,7 +109,7 @@ def populate(agency: Agency) -> Agent:
         first = agent_version_record(agent=agent, user_id=None)
         agent.system_prompt = "Edited."
         agent.save(update_fields=["system_prompt"])
-        agent_version_record(agent=agent, user_id=None, restored_from=first)
+        second = agent_version_record(agent=agent, user_id=None, restored_from=first)
     AgentGoalFactory.create(agent=agent)
     LLMProviderFactory.create(agency=agency, api_key="sk-test-0123456789")
     event = EventFactory.create(agency=agency, site=site)
@@ -180,6 +181,12 @@ def populate(agency: Agency) -> Agent:
         ExperimentResult.objects.create(
             agency=agency, experiment=experiment, case=case, execution=run
         )
+        # Its deploy gate, a canary of its first version, the judge's budget of the day.
+        DeployGate.objects.create(agency=agency, agent=agent, dataset=case.version.dataset)
+        assert first is not None
+        assert second is not None
+        Canary.objects.create(agency=agency, agent=agent, candidate=first, stable=second)
+        EvaluationBudget.objects.create(agency=agency)
     return agent
 
 

@@ -187,7 +187,6 @@ class _ChoosesVersion(plugins.RunPlugin):
         return cls.chosen
 
 
-@pytest.mark.django_db
 def test_a_run_starts_on_the_version_a_plugin_chooses_or_it_was_created_on(
     make_agent: Callable[..., Agent],
 ) -> None:
