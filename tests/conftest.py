@@ -77,8 +77,16 @@ def _create_test_database() -> None:
         )
 
 
+def _rolled_back(item: pytest.Item) -> bool:
+    """Whether the test's database work is rolled back (pytest-django's ``db``)."""
+    return item.get_closest_marker("django_db") is not None or "db" in getattr(
+        item, "fixturenames", ()
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked slow first (in their order), the rest after: on pytest-xdist workers the
+    """The tests whose database work is rolled back before those that commit, and in each group
+    the tests marked slow first (in their order), the rest after: on pytest-xdist workers the
     long ones start at once and the short ones fill the gaps, instead of one long test starting
     last and running alone at the end (the longest-first rule of scheduling).
 
@@ -87,7 +95,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (`make test` runs them in a process of their own, on servers of their own: tests/run.py)."""
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
         return
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+    # Within pytest-django's order, kept: the tests whose database work is rolled back first,
+    # then those that commit (live_db: a worker or a server must see their rows). A test that
+    # reads every agency's rows ("nothing written anywhere", a superuser's list) must not run on
+    # a worker after another test committed rows there.
+    items.sort(key=lambda item: (not _rolled_back(item), item.get_closest_marker("slow") is None))
     skip = pytest.mark.skip(reason="serial: run it on its own (pytest -m serial)")
     for item in items:
         if item.get_closest_marker("serial"):
