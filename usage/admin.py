@@ -249,8 +249,9 @@ class BudgetAdmin(CsvExportMixin, AgencyScopedAdmin):
             context["budget_today"] = spend_today(agency=agency)
 
 
-class EvaluationBudgetForm(forms.ModelForm[EvaluationBudget]):
-    """The day a limit starts on and the limit, as for the runs' budget."""
+class EvaluationBudgetForm(BudgetForm):
+    """The same form as a budget's (and its check that a limit is not below what the day
+    spent or reserved already), for the judge's limit."""
 
     class Meta:
         model = EvaluationBudget
@@ -263,15 +264,6 @@ class EvaluationBudgetForm(forms.ModelForm[EvaluationBudget]):
             "(test cases with a rubric), apart from the daily budget of runs. A case whose judge "
             'call does not fit is not judged: its check fails, "evaluation budget exhausted".',
         }
-
-    def clean_limit_usd(self) -> Any:
-        limit = self.cleaned_data["limit_usd"]
-        committed = self.instance.used_usd + self.instance.reserved_usd
-        if limit is not None and limit < committed:
-            raise forms.ValidationError(
-                f"Already spent or reserved that day: {usd(committed)}; the limit cannot be lower."
-            )
-        return limit
 
 
 @admin.register(EvaluationBudget)
@@ -289,7 +281,7 @@ class EvaluationBudgetAdmin(BudgetAdmin):
         ("date", "date"), ("limit_usd", "limit_usd"), ("used_usd", "used_usd"),
         ("reserved_usd", "reserved_usd"),
     ]  # fmt: skip
-    form = EvaluationBudgetForm  # type: ignore[assignment]
+    form = EvaluationBudgetForm
     list_before_template = "usage/admin/before_list.html"  # the CSV link, no runs' card
 
     def get_fieldsets(self, request: HttpRequest, obj: Model | None = None) -> Any:
