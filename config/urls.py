@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from approvals.inbox.views import admin_index
-from core.views import favicon, healthz
+from core.views import favicon, healthz, livez
 from live.views import site_root
 
 # Django's error pages in the admin's look (core/error_pages.py); its debug pages only with
@@ -15,6 +15,7 @@ handler500 = "core.error_pages.server_error"
 urlpatterns = [
     path("", site_root, name="site-root"),  # "View site": the staff home (the admin index)
     path("healthz", healthz, name="healthz"),
+    path("livez", livez, name="livez"),  # liveness: no dependency checked (core/views.py)
     path("favicon.ico", favicon, name="favicon"),
     path("", include("ops.urls")),  # /metrics (Prometheus)
     path("live/", include("live.urls")),

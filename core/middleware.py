@@ -21,7 +21,7 @@ from core.api.exceptions import (
     error_body,
 )
 from core.selectors import membership_for_user
-from core.views import HEALTH_PATH, healthz
+from core.views import HEALTH_PATH, LIVENESS_PATH, healthz, livez
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,8 @@ class RejectNulMiddleware:
 
 class HealthCheckMiddleware:
     """``/healthz`` answered first: no session, user or tenant transaction, which would need
-    the database the probe is there to report on (and would wait for the pool's timeout)."""
+    the database the probe is there to report on (and would wait for the pool's timeout).
+    ``/livez`` likewise, and it needs nothing at all."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -171,6 +172,8 @@ class HealthCheckMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path == HEALTH_PATH:
             return healthz(request)
+        if request.path == LIVENESS_PATH:
+            return livez(request)
         return self.get_response(request)
 
 

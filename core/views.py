@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from core.health import check_celery, check_database, check_redis, run_checks
 
 HEALTH_PATH = "/healthz"
+LIVENESS_PATH = "/livez"
 FAVICON = "core/favicon.svg"  # a static file; admin pages link it too (UNFOLD SITE_FAVICONS)
 
 
@@ -46,6 +47,17 @@ def healthz(request: HttpRequest) -> JsonResponse:
             level="info",
         )
     return response
+
+
+@never_cache
+@require_GET
+def livez(request: HttpRequest) -> JsonResponse:
+    """Liveness: 200 whenever this process serves requests, and nothing else checked. A
+    liveness probe that looked at the database (as ``/healthz`` does) would have Kubernetes
+    restart every web pod during a database outage, which the pods ride out on their own (503
+    ``database_unavailable`` meanwhile); readiness is ``/healthz``'s job. Served by
+    core.middleware.HealthCheckMiddleware ahead of the session, tenant and host checks."""
+    return JsonResponse({"status": "ok"})
 
 
 @require_GET

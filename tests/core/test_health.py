@@ -121,3 +121,20 @@ class TestAPoolThatStallsOnceTheDatabaseAnswers:
         pool = connection.pool  # type: ignore[attr-defined]
         database.refused_for_outage(OperationalError("server closed the connection"), "request")
         assert connection.pool is pool  # type: ignore[attr-defined]
+
+
+def test_livez_answers_200_without_the_database_for_any_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Kubernetes' liveness probe (deploy/kubernetes): a database outage must not have the pods
+    # restarted, and the kubelet asks by the pod's address, which is not an allowed host.
+    from django.db import connection
+
+    def unreachable() -> None:
+        raise OperationalError("the database is down")
+
+    monkeypatch.setattr(connection, "ensure_connection", unreachable)
+    response = Client(HTTP_HOST="10.42.0.7:8000").get("/livez")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+    assert "no-cache" in response["Cache-Control"]

@@ -191,6 +191,7 @@ def test_healthz_and_the_api_answer_503_fast_while_the_database_is_down(
         _pg_ctl("-m", "fast", "stop")
         try:
             health = client.get("/healthz")
+            live = client.get("/livez")  # Kubernetes' liveness probe: the pod is not restarted
             api = client.get("/api/v1/agents/", headers={"Authorization": "Bearer ak_x.y"})
             page = client.get("/admin/login/")
         finally:
@@ -198,6 +199,7 @@ def test_healthz_and_the_api_answer_503_fast_while_the_database_is_down(
             _reconnect()
         assert health.status_code == 503
         assert "database" in health.json()["down"]
+        assert live.status_code == 200
         assert api.status_code == 503, api.text[:300]
         assert api.json()["code"] == "database_unavailable"
         assert api.headers["Retry-After"]
