@@ -165,7 +165,7 @@ def agent_update(
     the configuration made), activation its own event. ``restored_from``: the version whose
     configuration ``fields`` are (:func:`agent_version_restore`).
 
-    With a deploy gate (agents.services.versions.VERSION_GATES), a changed configuration is
+    With a deploy gate (AGENTDESK_VERSION_GATES), a changed configuration is
     recorded as a new version that is not current, and the gate is started on it: the agent
     keeps running its current version until the gate makes the new one current
     (:func:`agent_version_activate`); the other fields (switches, slug, site) apply at once."""

@@ -9,15 +9,19 @@ version's, so a save of switches (``is_active``), of stats, or of nothing makes 
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Protocol
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.http import Http404
+from django.utils.module_loading import import_string
 
 from agents.models import VERSIONED_FIELDS, Agent, AgentConfig, AgentVersion
 
@@ -123,7 +127,7 @@ def agent_version_hold(
     restored_from: AgentVersion | None = None,
 ) -> AgentVersion:
     """Record ``config`` as ``agent``'s next version without making it current: it waits for
-    the agent's deploy gate (:data:`VERSION_GATES`). Its change summary is what it changes from
+    the agent's deploy gate (AGENTDESK_VERSION_GATES). Its change summary is what it changes from
     ``base``, the configuration the agent runs now. Preconditions: as
     :func:`agent_version_record` (the agent row written in this transaction)."""
     return _create(
@@ -162,7 +166,7 @@ def _create(
 
 class VersionGate(Protocol):
     """What may hold a new version of an agent back from becoming current (evals' deploy gate,
-    registered by evals.apps): ``holds`` says whether it does for ``agent``; ``start`` is
+    named in AGENTDESK_VERSION_GATES): ``holds`` says whether it does for ``agent``; ``start`` is
     given the version it holds (recorded, not current), in the save's transaction."""
 
     def holds(self, agent: Agent) -> bool: ...
@@ -175,13 +179,30 @@ class VersionGate(Protocol):
     def start(self, *, agent: Agent, version: AgentVersion, user_id: int | None) -> None: ...
 
 
-# Registered by the apps that gate versions (the agents app names none of them).
-VERSION_GATES: list[VersionGate] = []
+def version_gates() -> tuple[VersionGate, ...]:
+    """The gates of ``settings.AGENTDESK_VERSION_GATES`` (dotted paths of classes, in order; the
+    agents app names none of them), loaded once per list."""
+    return _load_gates(tuple(settings.AGENTDESK_VERSION_GATES))
+
+
+@functools.cache
+def _load_gates(paths: tuple[str, ...]) -> tuple[VersionGate, ...]:
+    gates = []
+    for path in paths:
+        cls = import_string(path)
+        if not isinstance(cls, type) or not all(
+            callable(getattr(cls, name, None)) for name in ("holds", "refusal", "start")
+        ):
+            raise ImproperlyConfigured(
+                f"AGENTDESK_VERSION_GATES: {path} is not a class with holds, refusal and start"
+            )
+        gates.append(cls())
+    return tuple(gates)
 
 
 def version_gate(agent: Agent) -> VersionGate | None:
-    """The first registered gate that holds ``agent``'s new versions, or None."""
-    return next((gate for gate in VERSION_GATES if gate.holds(agent)), None)
+    """The first gate of AGENTDESK_VERSION_GATES that holds ``agent``'s new versions, or None."""
+    return next((gate for gate in version_gates() if gate.holds(agent)), None)
 
 
 def held_version(agent: Agent) -> AgentVersion | None:

@@ -427,6 +427,13 @@ AGENTDESK_TOOL_GATES = env.list(
         "approvals.tool_gate.ApprovalGate",  # risk-based approvals and their re-check, ask_user
     ],
 )
+# What may hold an agent's new version back from becoming current (agents.services.versions):
+# dotted paths of classes with holds / refusal / start, in order; the first that holds an agent
+# gates its saves. Loaded once per process.
+AGENTDESK_VERSION_GATES = env.list(
+    "AGENTDESK_VERSION_GATES",
+    default=["evals.services.gate.DeployGateHold"],  # an agent's deploy gate experiment
+)
 # What the features do as a run ends (agents/lifecycle/listeners.py, docs/decisions/0010): dotted
 # paths of callables taking a RunEnded, called in this order inside the transaction that ends the
 # run (one that raises rolls the end back). Loaded once per process.

@@ -2,8 +2,8 @@
 the gate's dataset on it passes the gate's threshold.
 
 A save or a restore of a gated agent records the new configuration as a version that is not
-current (agents.services.agents, through :class:`DeployGateHold`, registered in the
-agents' ``VERSION_GATES`` by evals.apps) and starts a gate experiment on it here; when that
+current (agents.services.agents, through :class:`DeployGateHold`, named in
+AGENTDESK_VERSION_GATES) and starts a gate experiment on it here; when that
 experiment completes (:func:`gate_experiment_decide`, after its last result is scored) a pass
 makes the version current by agents.services.agent_version_activate, a failure leaves it as a
 version that is not current, its failed cases on the agent page. Over the API a version is made

@@ -12,7 +12,8 @@ import time
 from typing import Any
 
 import pytest
-from django.test import Client
+from django.core.exceptions import ImproperlyConfigured
+from django.test import Client, override_settings
 
 from agents.models import Agent, AgentVersion
 from agents.services import agent_create, agent_update
@@ -311,3 +312,34 @@ def test_a_restore_with_a_gate_waits_for_it_and_the_page_says_so(tenant_a: Tenan
         off = agent_update(agent=Agent.objects.get(pk=agent.pk), is_active=False)
         with pytest.raises(ApplicationError, match="cannot run while the agent is inactive"):
             agent_update(agent=off, description="Third.")
+
+
+def test_the_gates_are_the_setting_s_dotted_paths(tenant_a: Tenant) -> None:
+    """AGENTDESK_VERSION_GATES names what holds a version: without evals' gate in it an agent
+    with an active deploy gate saves as usual; a path that is not a gate is a configuration
+    error, not a save that skips it."""
+    agent = _api_agent(tenant_a, "Alex", is_active=True)
+    with tenancy.agency_context(tenant_a.agency.id):
+        dataset = dataset_create(
+            agency_id=tenant_a.agency.id, name="Cases", agent=agent, user_id=None
+        )
+        dataset_case_add(
+            dataset=dataset,
+            case={"name": "Hi", "input": "Hello.", "expectations": {"final_status": "completed"}},
+            user_id=None,
+        )
+        deploy_gate_set(agent=agent, dataset=dataset, min_pass_rate="1")
+        with override_settings(AGENTDESK_VERSION_GATES=[]):
+            agent_update(agent=Agent.objects.get(pk=agent.pk), description="Ungated.")
+        assert _current(agent) == 2
+        assert not Experiment.objects.filter(agent=agent, kind=ExperimentKind.GATE).exists()
+
+        agent_update(agent=Agent.objects.get(pk=agent.pk), description="Gated.")
+        assert _current(agent) == 2  # version 3 is held by the default setting's gate
+        assert Experiment.objects.filter(agent=agent, kind=ExperimentKind.GATE).count() == 1
+
+        with (
+            override_settings(AGENTDESK_VERSION_GATES=["evals.models.DeployGate"]),
+            pytest.raises(ImproperlyConfigured, match="AGENTDESK_VERSION_GATES"),
+        ):
+            agent_update(agent=Agent.objects.get(pk=agent.pk), description="Broken.")
