@@ -5,6 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 CHROMIUM := /usr/bin/chromium
+BWRAP  := /usr/bin/bwrap
 
 # The first interpreter >= 3.12 among $PYTHON, python3.13, python3.12, python3 and pyenv's versions.
 FIND_PYTHON := for c in "$$PYTHON" python3.13 python3.12 python3 \
@@ -57,7 +58,7 @@ typecheck: $(STAMP)
 PYTEST_WORKERS ?= 3
 STOP_SERIAL_SERVERS := AGENTDESK_DATA_DIR=$(CURDIR)/.data/serial $(PY) manage.py embedded stop
 
-pytest: $(STAMP) $(CHROMIUM)
+pytest: $(STAMP) $(CHROMIUM) $(BWRAP)
 	@$(BYTECODE)
 	$(PY) -m tests.run $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
@@ -67,6 +68,12 @@ $(CHROMIUM):
 	@echo "installing Debian's chromium for the browser tests (tests/browser/)"
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null
+
+# execute_python's sandbox (tools/sandbox/, README "Python sandbox") is Debian's bubblewrap.
+$(BWRAP):
+	@echo "installing Debian's bubblewrap for the Python sandbox (tests/tools/sandbox/)"
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null
 
 bench: $(STAMP)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[dev,bench]"

@@ -641,6 +641,18 @@ AGENTDESK_ENCRYPTION_KEYS = env.list("AGENTDESK_ENCRYPTION_KEYS", default=[])
 AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")
 # The most bytes one MCP call (discovery or tool call) may receive (tools/mcp/client.py).
 MCP_MAX_RESPONSE_BYTES = env.int("AGENTDESK_MCP_MAX_RESPONSE_BYTES", default=5_000_000)
+# execute_python's sandbox (tools/sandbox/, README "Python sandbox"): "bubblewrap" on this
+# machine, or "kubernetes" (a Job per script: manifests built, submitting not yet); its limits.
+AGENTDESK_SANDBOX_EXECUTOR = env.str("AGENTDESK_SANDBOX_EXECUTOR", default="bubblewrap")
+AGENTDESK_SANDBOX_WALL_SECONDS = env.float("AGENTDESK_SANDBOX_WALL_SECONDS", default=30.0)
+AGENTDESK_SANDBOX_CPU_SECONDS = env.int("AGENTDESK_SANDBOX_CPU_SECONDS", default=10)
+AGENTDESK_SANDBOX_MEMORY_MB = env.int("AGENTDESK_SANDBOX_MEMORY_MB", default=1024)
+AGENTDESK_SANDBOX_PROCESSES = env.int("AGENTDESK_SANDBOX_PROCESSES", default=32)
+AGENTDESK_SANDBOX_STDOUT_KB = env.int("AGENTDESK_SANDBOX_STDOUT_KB", default=64)
+AGENTDESK_SANDBOX_SCRATCH_MB = env.int("AGENTDESK_SANDBOX_SCRATCH_MB", default=64)
+AGENTDESK_SANDBOX_K8S_NAMESPACE = env.str("AGENTDESK_SANDBOX_K8S_NAMESPACE", default="agentdesk")
+AGENTDESK_SANDBOX_K8S_IMAGE = env.str("AGENTDESK_SANDBOX_K8S_IMAGE", default="agentdesk:latest")
+AGENTDESK_SANDBOX_K8S_DATA_CLAIM = env.str("AGENTDESK_SANDBOX_K8S_DATA_CLAIM", default="")
 
 # --- Embeddings (memory/embeddings/, docs/decisions/0006-local-embeddings.md) --------------------
 # The size of the memory and episode embedding columns: every model an agency may choose must
