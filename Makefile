@@ -86,6 +86,14 @@ bench: $(STAMP)
 	$(PY) -m bench.live_latency
 	$(PY) -m bench.token_streaming
 
+# The multi-node test (tests/cluster/) makes network namespaces with iproute2's `ip`: installed
+# when missing, as root only (as anyone else that test is skipped: namespaces need root).
+IPROUTE2 := /usr/sbin/ip
+pytest: $(IPROUTE2)
+$(IPROUTE2):
+	@if [ "$$(id -u)" = 0 ]; then echo "installing iproute2 for tests/cluster/"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; fi
+
 clean:
 	-$(PY) manage.py embedded stop
 	-$(STOP_SERIAL_SERVERS)
