@@ -4,8 +4,11 @@ process (a worker) is unharmed."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import resource
 import socket
+import time
 from pathlib import Path
 
 import psutil
@@ -19,11 +22,29 @@ from tools.sandbox.policy import check
 pytestmark = pytest.mark.slow  # each test starts sandboxes (a second or two each)
 
 
-def _no_sandbox_left() -> None:
-    # bwrap is reaped; what it ran went down with its pid namespace.
-    children = psutil.Process().children(recursive=True)
-    _gone, alive = psutil.wait_procs(children, timeout=10)
-    assert alive == [], alive
+# Scripts print their pid namespace first: afterwards no process on the machine may be in it.
+SAY_NAMESPACE = "import os\nprint(os.readlink('/proc/self/ns/pid'), flush=True)\n"
+
+
+def _in_namespace(namespace: str) -> list[int]:
+    found = []
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/ns/pid") == namespace:
+                found.append(pid)
+    return found
+
+
+def _nothing_left(stdout: str) -> None:
+    """Every process the sandbox ran is gone: bwrap is reaped, its pid namespace emptied."""
+    namespace = stdout.split("\n", 1)[0]
+    assert namespace.startswith("pid:["), stdout[:200]
+    assert namespace != os.readlink("/proc/self/ns/pid")  # a namespace of its own
+    for _ in range(100):  # the kernel empties a namespace asynchronously after its init dies
+        if not _in_namespace(namespace):
+            return
+        time.sleep(0.1)
+    assert _in_namespace(namespace) == []
 
 
 def test_network_access_is_refused(sandbox: BubblewrapExecutor) -> None:
@@ -124,16 +145,18 @@ try:
 except OSError as e:
     print("stopped after", forks, type(e).__name__)
 """
-    result = sandbox.run(SandboxRequest(code=code))
+    result = sandbox.run(SandboxRequest(code=SAY_NAMESPACE + code))
     assert result.status == "ok", result.error
-    forks = int(result.stdout.split()[2])
-    assert forks < sandbox.limits.processes
-    assert "BlockingIOError" in result.stdout
+    last = result.stdout.splitlines()[-1]
+    assert last.endswith("BlockingIOError")
+    assert int(last.split()[2]) < sandbox.limits.processes
+    _nothing_left(result.stdout)  # the sleeping children too
     # The true bomb: every process forks forever; it ends at the deadline at the latest.
     bomb = BubblewrapExecutor(limits=SandboxLimits(wall_seconds=5, processes=16), policy=False)
-    result = bomb.run(SandboxRequest(code="import os\nwhile True:\n    os.fork()\n"))
+    code = SAY_NAMESPACE + "while True:\n    os.fork()\n"
+    result = bomb.run(SandboxRequest(code=code))
     assert result.status in {"error", "timeout"}
-    _no_sandbox_left()
+    _nothing_left(result.stdout)
     assert resource.getrlimit(resource.RLIMIT_NPROC) == limit  # the worker's own are untouched
     after = sandbox.run(SandboxRequest(code="print('still here')"))  # the machine still forks
     assert after.stdout == "still here\n"
@@ -150,11 +173,11 @@ def test_a_memory_hog_is_stopped(sandbox: BubblewrapExecutor) -> None:
 
 
 def test_a_cpu_hog_is_stopped_at_its_cpu_limit(sandbox: BubblewrapExecutor) -> None:
-    result = sandbox.run(SandboxRequest(code="while True:\n    pass\n"))
+    result = sandbox.run(SandboxRequest(code=SAY_NAMESPACE + "while True:\n    pass\n"))
     assert result.status == "cpu_limit"
     assert result.error == "killed at its CPU limit of 3 s"
     assert result.cpu_seconds >= 3
-    _no_sandbox_left()
+    _nothing_left(result.stdout)
 
 
 def test_an_idle_infinite_loop_is_killed_at_the_deadline() -> None:
@@ -162,19 +185,20 @@ def test_an_idle_infinite_loop_is_killed_at_the_deadline() -> None:
     if sandbox.unavailable():
         pytest.skip(f"no bubblewrap sandbox on this machine: {sandbox.unavailable()}")
     code = "import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(1)\n"
-    result = sandbox.run(SandboxRequest(code=code))
+    result = sandbox.run(SandboxRequest(code=SAY_NAMESPACE + code))
     assert result.status == "timeout"
     assert result.error == "killed at the wall-clock deadline of 2 s"
-    assert result.stdout == "started\n"  # what it printed before is kept
-    _no_sandbox_left()
+    assert result.stdout.endswith("]\nstarted\n")  # what it printed before is kept
+    _nothing_left(result.stdout)
 
 
 def test_endless_output_is_cut(sandbox: BubblewrapExecutor) -> None:
-    result = sandbox.run(SandboxRequest(code="while True:\n    print('x' * 1000)\n"))
+    code = SAY_NAMESPACE + "while True:\n    print('x' * 1000)\n"
+    result = sandbox.run(SandboxRequest(code=code))
     assert result.status == "output_limit"
     assert result.stdout_truncated
     assert len(result.stdout) == sandbox.limits.stdout_bytes
-    _no_sandbox_left()
+    _nothing_left(result.stdout)
 
 
 SUBCLASSES_ESCAPE = """
