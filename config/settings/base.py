@@ -724,6 +724,9 @@ AGENTDESK_METRICS_TOKEN = env.str("AGENTDESK_METRICS_TOKEN", default="")
 AGENTDESK_METRICS_ALLOWED_IPS = env.list(
     "AGENTDESK_METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"]
 )
+# A worker or beat serves its own samples directory's /metrics on this port (0: off). For pods
+# that share no directory with a web process (deploy/kubernetes; ops/metrics/pod_server.py).
+AGENTDESK_METRICS_PORT = env.int("AGENTDESK_METRICS_PORT", default=0)
 # The scrape's own queries (approvals and questions waiting, queue depth) answer within this,
 # or their metrics are left out of that scrape (a database outage must not fail it).
 AGENTDESK_METRICS_QUERY_TIMEOUT_SECONDS = env.float(

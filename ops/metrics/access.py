@@ -48,16 +48,24 @@ def _address_allowed(address: str) -> bool:
 
 
 def decide(request: HttpRequest) -> Decision:
+    return decide_for(
+        authorization=request.headers.get("Authorization", ""),
+        address=request.META.get("REMOTE_ADDR", ""),
+    )
+
+
+def decide_for(*, authorization: str, address: str) -> Decision:
+    """The same rules for a server that is not Django's (a worker pod's, ops.metrics.pod_server):
+    the ``Authorization`` header as sent ("" when none) and the connection's address."""
     token = settings.AGENTDESK_METRICS_TOKEN
-    header = request.headers.get("Authorization", "")
-    if header:
-        scheme, _, presented = header.partition(" ")
+    if authorization:
+        scheme, _, presented = authorization.partition(" ")
         good = (
             bool(token)
             and scheme.lower() == "bearer"
             and hmac.compare_digest(presented.strip().encode(), token.encode())
         )
         return Decision(Verdict.ALLOWED if good else Verdict.BAD_TOKEN, bool(token))
-    if _address_allowed(request.META.get("REMOTE_ADDR", "")):
+    if _address_allowed(address):
         return Decision(Verdict.ALLOWED, bool(token))
     return Decision(Verdict.NOT_ALLOWED, bool(token))
