@@ -39,7 +39,7 @@ run: $(STAMP)
 # On CI (CI set) the embedded servers are stopped afterwards, pass or fail; on a developer
 # machine they stay up for the next run (or a `make run` in another terminal).
 test: $(STAMP)
-	@status=0; $(MAKE) --no-print-directory lint typecheck pytest || status=$$?; \
+	@status=0; $(MAKE) --no-print-directory lint typecheck pytest pytest-pgbouncer || status=$$?; \
 	if [ -n "$$CI" ]; then $(PY) manage.py embedded stop; $(STOP_SERIAL_SERVERS); fi; exit $$status
 
 lint: $(STAMP)
@@ -93,6 +93,23 @@ pytest: $(IPROUTE2)
 $(IPROUTE2):
 	@if [ "$$(id -u)" = 0 ]; then echo "installing iproute2 for tests/cluster/"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; fi
+
+# PgBouncer in transaction pooling mode in front of the embedded PostgreSQL (README "PgBouncer"):
+# Debian's pgbouncer, installed when missing (as root or through sudo). After the suite, the
+# tests that would show a session leaking through the pooler run again with the runtime role's
+# connections (tests, workers, web server) going through it: the RLS matrix, the runtime's
+# durability under SIGKILL, the concurrent approval decisions and the pooler's own tests.
+PGBOUNCER := /usr/sbin/pgbouncer
+PGBOUNCER_TESTS := tests/core/test_row_level_security.py tests/core/test_pgbouncer.py \
+	tests/approvals/test_concurrent_decisions.py tests/agents/runtime/test_durability.py
+.PHONY: pytest-pgbouncer
+pytest: $(PGBOUNCER)
+pytest-pgbouncer: $(STAMP) $(PGBOUNCER)
+	AGENTDESK_EMBEDDED_PGBOUNCER=1 $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PGBOUNCER_TESTS)
+$(PGBOUNCER):
+	@echo "installing Debian's pgbouncer for the tests through it (make pytest-pgbouncer)"
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq pgbouncer >/dev/null
 
 clean:
 	-$(PY) manage.py embedded stop

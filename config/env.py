@@ -31,6 +31,8 @@ class ServiceUrls:
     redis: str
     embedded: bool  # at least one embedded server is in use
     started_embedded: bool = False  # this process started an embedded server
+    # DATABASE_POOLER's default: "pgbouncer" when the embedded one stands in front (devkit).
+    database_pooler: str = ""
 
 
 @cache

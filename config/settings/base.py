@@ -157,10 +157,20 @@ def _database(url: str, *, pooled: bool = False) -> dict[str, Any]:
         config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
         config["CONN_HEALTH_CHECKS"] = True
     # Server-side binding lets psycopg prepare the statements the runtime repeats every step
-    # (parse and plan once per connection). Turn off behind a transaction-mode pgbouncer.
+    # (parse and plan once per connection); its unnamed statements are safe behind any pooler.
     options["server_side_binding"] = env.bool("DATABASE_SERVER_SIDE_BINDING", default=True)
+    # Behind a pooler in transaction mode (README "PgBouncer") consecutive transactions of one
+    # connection may run on different server sessions: nothing may outlive a transaction. Named
+    # prepared statements would (unless PgBouncer >= 1.21 tracks them: max_prepared_statements,
+    # then set DATABASE_PREPARE_THRESHOLD), and so would Django's WITH HOLD cursors of
+    # .iterator() outside a transaction. Tenant settings are transaction-local everywhere.
+    pooler = env.str("DATABASE_POOLER", default=SERVICES.database_pooler)
+    if pooler not in ("", "none", "pgbouncer"):
+        raise ImproperlyConfigured(f"DATABASE_POOLER must be 'pgbouncer' or 'none', not {pooler!r}")
+    behind_pgbouncer = pooler == "pgbouncer"
+    config["DISABLE_SERVER_SIDE_CURSORS"] = behind_pgbouncer
     # Prepared after this many executions on a connection (Django's default, None, never does).
-    prepare = env.int("DATABASE_PREPARE_THRESHOLD", default=5)
+    prepare = env.int("DATABASE_PREPARE_THRESHOLD", default=-1 if behind_pgbouncer else 5)
     prepared = prepare >= 0 and options["server_side_binding"]
     options["prepare_threshold"] = prepare if prepared else None
     return config

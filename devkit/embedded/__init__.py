@@ -21,6 +21,7 @@ The package, by concern:
 - :mod:`devkit.embedded.servers`: the servers of a data folder, started, located, stopped;
 - :mod:`devkit.embedded.pg_server`: PostgreSQL's data folder, start, bootstrap and stop;
 - :mod:`devkit.embedded.redis_server`: Redis's;
+- :mod:`devkit.embedded.pgbouncer_server`: a PgBouncer in front of PostgreSQL, only when asked;
 - :mod:`devkit.embedded.ports`: free ports and open sockets at loopback;
 - :mod:`devkit.embedded.daemons`: what both servers' daemons need (a process stopped, a file
   written whole, a warning in the server's log too).
@@ -33,11 +34,13 @@ from __future__ import annotations
 from devkit.embedded.pg_server import DATABASE_NAME, OWNER_ROLE, RUNTIME_ROLE, SUPERUSER_ROLE
 from devkit.embedded.ports import free_port, port_open
 from devkit.embedded.servers import (
+    PGBOUNCER,
     SERVICES,
     EmbeddedServices,
     ServiceStatus,
     data_dir,
     ensure_running,
+    in_use,
     locate,
     restart,
     running_pids,
@@ -48,6 +51,7 @@ from devkit.embedded.servers import (
 __all__ = [
     "DATABASE_NAME",
     "OWNER_ROLE",
+    "PGBOUNCER",
     "RUNTIME_ROLE",
     "SERVICES",
     "SUPERUSER_ROLE",
@@ -56,6 +60,7 @@ __all__ = [
     "data_dir",
     "ensure_running",
     "free_port",
+    "in_use",
     "locate",
     "port_open",
     "restart",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from devkit.embedded import pgbouncer_server
 from devkit.embedded.pg_server import (
     DATABASE_NAME,
     POSTGRES_DEFAULT_PORT,
@@ -25,6 +26,8 @@ from devkit.embedded.redis_server import _ensure_redis, _redis_pid, _saved_redis
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 SERVICES = ("postgres", "redis")
+# Started only when asked (AGENTDESK_EMBEDDED_PGBOUNCER=1, `manage.py embedded start pgbouncer`).
+PGBOUNCER = "pgbouncer"
 
 
 def data_dir() -> Path:
@@ -40,9 +43,14 @@ class EmbeddedServices:
     redis_port: int  # 0 only from locate(): never started
     redis_pid: int | None
     started: bool  # True when this call started at least one server
+    pgbouncer_port: int = 0  # 0: never started
 
     def database_url(self, role: str, database: str = DATABASE_NAME) -> str:
         return postgres_url(self.postgres_socket_dir, self.postgres_port, role, database)
+
+    def pooled_database_url(self, role: str, database: str = DATABASE_NAME) -> str:
+        """Through the embedded PgBouncer (transaction pooling), at loopback."""
+        return f"postgresql://{role}@127.0.0.1:{self.pgbouncer_port}/{database}"
 
     @property
     def redis_url(self) -> str:
@@ -57,8 +65,9 @@ class ServiceStatus:
 
 
 def ensure_running(services: Collection[str] = SERVICES) -> EmbeddedServices:
-    """Start the named embedded servers (default both) if they are not running; return where
-    both listen (a server not named is only located, not started)."""
+    """Start the named embedded servers (default both; "pgbouncer" only when named, after
+    PostgreSQL) if they are not running; return where they listen (a server not named is only
+    located, not started)."""
     _check_names(services)
     root = data_dir()
     root.mkdir(parents=True, exist_ok=True)
@@ -80,7 +89,15 @@ def _locate(root: Path) -> EmbeddedServices:
         redis_port=_saved_redis_port(root / "redis") or 0,
         redis_pid=_redis_pid(root / "redis"),
         started=False,
+        pgbouncer_port=pgbouncer_server.saved_port(root / PGBOUNCER) or 0,
     )
+
+
+def in_use() -> tuple[str, ...]:
+    """Both servers, and the PgBouncer when this data folder ever started one: what `manage.py
+    embedded ... all` acts on."""
+    started = (data_dir() / PGBOUNCER).exists()
+    return (*SERVICES, PGBOUNCER) if started else SERVICES
 
 
 def status(services: Collection[str] = SERVICES) -> list[ServiceStatus]:
@@ -97,6 +114,11 @@ def status(services: Collection[str] = SERVICES) -> list[ServiceStatus]:
         found.append(
             ServiceStatus("redis", _redis_pid(root / "redis"), f"127.0.0.1:{port}" if port else "")
         )
+    if PGBOUNCER in services:
+        folder = root / PGBOUNCER
+        port = pgbouncer_server.saved_port(folder)
+        address = f"127.0.0.1:{port}" if port else ""
+        found.append(ServiceStatus(PGBOUNCER, pgbouncer_server.pid(folder), address))
     return found
 
 
@@ -106,9 +128,10 @@ def running_pids() -> dict[str, int | None]:
     return {"postgres": _postgres_pid(root / "pg"), "redis": _redis_pid(root / "redis")}
 
 
-def stop(services: Collection[str] = SERVICES) -> None:
-    """Stop the named embedded servers (default both) of the current data folder; PostgreSQL
-    with a fast shutdown. A stopped one is left alone."""
+def stop(services: Collection[str] | None = None) -> None:
+    """Stop the named embedded servers (default: :func:`in_use`) of the current data folder;
+    PostgreSQL with a fast shutdown. A stopped one is left alone."""
+    services = in_use() if services is None else services
     _check_names(services)
     root = data_dir()
     if not root.exists():
@@ -128,7 +151,7 @@ def restart(services: Collection[str] = SERVICES) -> EmbeddedServices:
 
 
 def _check_names(services: Collection[str]) -> None:
-    unknown = set(services) - set(SERVICES)
+    unknown = set(services) - {*SERVICES, PGBOUNCER}
     if unknown:
         raise ValueError(f"unknown embedded service(s): {sorted(unknown)}")
 
@@ -140,6 +163,12 @@ def _lock(root: Path) -> FileLock:
 def _start(root: Path, services: Collection[str]) -> EmbeddedServices:
     pg_started = "postgres" in services and _ensure_postgres(root / "pg")
     redis_started = "redis" in services and _ensure_redis(root / "redis")
+    bouncer_started = False
+    if PGBOUNCER in services:
+        pg_started = _ensure_postgres(root / "pg") or pg_started  # it needs PostgreSQL
+        endpoint = _postgres_endpoint(root / "pg")
+        assert endpoint is not None  # saved by the start
+        bouncer_started = pgbouncer_server._ensure_pgbouncer(root / PGBOUNCER, *endpoint)
     located = _locate(root)
     return EmbeddedServices(
         postgres_socket_dir=located.postgres_socket_dir,
@@ -147,11 +176,14 @@ def _start(root: Path, services: Collection[str]) -> EmbeddedServices:
         postgres_pid=located.postgres_pid,
         redis_port=located.redis_port,
         redis_pid=located.redis_pid,
-        started=pg_started or redis_started,
+        started=pg_started or redis_started or bouncer_started,
+        pgbouncer_port=located.pgbouncer_port,
     )
 
 
 def _stop(root: Path, services: Collection[str]) -> None:
+    if PGBOUNCER in services:
+        pgbouncer_server.stop(root / PGBOUNCER)
     # Redis first: a worker that loses its broker stops taking runs before the database goes.
     if "redis" in services:
         _stop_redis(root / "redis")

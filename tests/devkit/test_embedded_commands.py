@@ -24,7 +24,7 @@ import redis
 from django.core.management import call_command
 
 from devkit import embedded
-from devkit.embedded import pg_server
+from devkit.embedded import pg_server, pgbouncer_server
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -248,3 +248,24 @@ def test_a_saved_postgres_socket_taken_by_another_server_moves_loudly(
     assert port == 5433
     assert f"socket {pgdata}/.s.PGSQL.5432 is in use by another server" in caplog.text
     assert pg_server._postgres_endpoint(pgdata) == (str(pgdata), 5433)
+
+
+@pytest.mark.skipif(pgbouncer_server.binary() is None, reason="pgbouncer is not installed")
+def test_pgbouncer_starts_in_front_of_postgres_when_named_and_stops(data_dir: Path) -> None:
+    """`embedded start pgbouncer`: transaction pooling at loopback for the runtime role; once
+    started, `status` (all) shows it; `stop pgbouncer` stops it alone."""
+    out = _command(data_dir, "start", "pgbouncer")
+    with _on(data_dir):
+        located = embedded.locate()
+    pid = pgbouncer_server.pid(data_dir / embedded.PGBOUNCER)
+    address = f"127.0.0.1:{located.pgbouncer_port}"
+    assert out.splitlines() == [f"pgbouncer: running (pid {pid}) at {address}  [{data_dir}]"]
+    with psycopg.connect(located.pooled_database_url(embedded.RUNTIME_ROLE)) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (embedded.RUNTIME_ROLE,)
+    assert "pool_mode = transaction" in (data_dir / "pgbouncer" / "pgbouncer.ini").read_text()
+    assert f"pgbouncer: running (pid {pid})" in _command(data_dir, "status")
+    assert _command(data_dir, "stop", "pgbouncer").splitlines() == [
+        f"pgbouncer: stopped (starts again at {address})  [{data_dir}]"
+    ]
+    with _on(data_dir):
+        assert embedded.running_pids()["postgres"] == located.postgres_pid

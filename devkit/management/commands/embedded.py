@@ -1,5 +1,7 @@
-"""``manage.py embedded {status,start,stop,restart} [postgres|redis|all]``: the embedded
-PostgreSQL and Redis of this checkout, by hand.
+"""``manage.py embedded {status,start,stop,restart} [postgres|redis|pgbouncer|all]``: the
+embedded PostgreSQL and Redis of this checkout, by hand, and the PgBouncer that may stand in front
+of PostgreSQL (started only when named, or with AGENTDESK_EMBEDDED_PGBOUNCER=1; "all" includes it
+once it was started in this data folder).
 
 Loading the settings for this command starts nothing (config/env.py): ``status`` and ``stop``
 never start a server. A server started again listens where it did before (devkit/embedded/), so
@@ -31,13 +33,13 @@ class Command(BaseCommand):
             "service",
             nargs="?",
             default="all",
-            choices=[*embedded.SERVICES, "all"],
-            help="one server, or both (default)",
+            choices=[*embedded.SERVICES, embedded.PGBOUNCER, "all"],
+            help="one server, or all (default)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         service = options["service"]
-        services = embedded.SERVICES if service == "all" else (service,)
+        services = embedded.in_use() if service == "all" else (service,)
         action = options["action"]
         if action == "start":
             embedded.ensure_running(services)
