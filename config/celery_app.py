@@ -5,6 +5,7 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import (
+    before_task_publish,
     worker_init,
     worker_process_init,
     worker_process_shutdown,
@@ -12,11 +13,17 @@ from celery.signals import (
     worker_shutdown,
 )
 
+from config import queues
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 
 app = Celery("agentdesk")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Every message sent by a process of the platform carries its send time: /metrics reads each
+# queue's oldest waiting message's age from it (config/queues.py).
+before_task_publish.connect(queues.stamp_sent_at, weak=False)
 
 
 @worker_init.connect

@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
 from psycopg_pool import ConnectionPool
 
+from config import queues
 from config.db_pool import check_unless_quiet
 from config.env import env, service_urls
 
@@ -298,6 +299,11 @@ if CELERY_BROKER_URL.startswith("redis://"):
     # ended the worker on a Redis crash or restart (config/broker_transport.py).
     CELERY_BROKER_TRANSPORT = "config.broker_transport:Transport"
 CELERY_TASK_IGNORE_RESULT = True  # Results live in PostgreSQL; Celery only delivers work.
+# One queue per kind of work, routed by task name (config/queues.py, README "Queues"): a worker
+# without -Q consumes every queue declared here; an unrouted task goes to `runs`.
+CELERY_TASK_QUEUES = queues.CELERY_QUEUES
+CELERY_TASK_DEFAULT_QUEUE = queues.DEFAULT
+CELERY_TASK_ROUTES = ("config.queues.route",)
 CELERY_TASK_ACKS_LATE = True  # A worker that dies mid-task leaves the message for another one.
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -24,16 +24,15 @@ for _alias in ("default", "owner"):
     DATABASES[_alias]["NAME"] = os.environ["AGENTDESK_TEST_DB"]
     DATABASES[_alias]["CONN_MAX_AGE"] = 0
 
-# Tasks of this run go to its own queue: a worker of another run (or of `make run`) on the same
-# Redis never takes them, and this run's worker never takes theirs.
-CELERY_TASK_DEFAULT_QUEUE = os.environ["AGENTDESK_TEST_DB"]
 # Metrics samples of this run's processes (its workers inherit the variable), apart from those of
 # a platform or another test run on the same checkout; removed when the run ends (conftest).
 PROMETHEUS_MULTIPROC_DIR = env.str(
     "PROMETHEUS_MULTIPROC_DIR",
     default=str(BASE_DIR / ".data" / "prometheus-test" / os.environ["AGENTDESK_TEST_DB"]),
 )
-# Queues and control broadcasts (ping, ...) of this run live under their own Redis keys.
+# Queues and control broadcasts (ping, ...) of this run live under their own Redis keys: a
+# worker of another run (or of `make run`) on the same Redis never takes this run's tasks (they
+# go to the queues production names, config/queues.py), and this run's worker never takes theirs.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{os.environ['AGENTDESK_TEST_DB']}:"}
 
 # Cache keys (API throttle counters) of this run apart from other runs' on the same Redis; rates

@@ -8,7 +8,8 @@ dependency that is down — what cannot be read is left out of that scrape, and
 - approvals and questions waiting for a person, and the age of the oldest (two indexed
   aggregates over the pending rows of every agency, on the runtime role with the platform
   context: row-level security lets nothing else through);
-- the Celery queue's depth (Redis ``LLEN`` of the default queue's keys, one per priority step).
+- each Celery queue's depth and the age of its oldest waiting message (ops.metrics.queues: one
+  pipelined Redis round trip);
 - the database pool of the web process answering the scrape: its connections in use and idle,
   its limit, the requests waiting for one (read from the pool itself, no query).
 """
@@ -21,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-import redis
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Min
@@ -32,14 +32,9 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from ops.metrics import multiprocess
+from ops.metrics import multiprocess, queues
 
 logger = logging.getLogger(__name__)
-
-# kombu's Redis transport keeps a queue's messages of priority p (in 0-9) under
-# "<queue>\x06\x16<step>" for the steps 3, 6, 9, and under "<queue>" for the lowest.
-_PRIORITY_SEPARATOR = "\x06\x16"
-_PRIORITY_STEPS = (0, 3, 6, 9)
 
 
 @dataclass(frozen=True)
@@ -66,7 +61,7 @@ def render(accept: str = "") -> tuple[bytes, str]:
 class ScrapeTimeCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         results = _read_all(
-            {"database": _waiting_for_people, "redis": _queue_depth},
+            {"database": _waiting_for_people, "redis": queues.read},
             timeout=settings.AGENTDESK_METRICS_QUERY_TIMEOUT_SECONDS,
         )
         up = GaugeMetricFamily(
@@ -82,16 +77,28 @@ class ScrapeTimeCollector(Collector):
         if people is not None:
             yield from _people_families(people)
         yield from _pool_families()
-        depths = results["redis"]
-        if depths is not None:
-            depth = GaugeMetricFamily(
-                "agentdesk_queue_depth",
-                "Messages waiting in the Celery queue for a worker (runs, resumes, tasks).",
-                labels=["queue"],
-            )
-            for queue, length in depths.items():
-                depth.add_metric([queue], length)
-            yield depth
+        if results["redis"] is not None:
+            yield from _queue_families(results["redis"])
+
+
+def _queue_families(states: dict[str, queues.QueueState]) -> Iterator[GaugeMetricFamily]:
+    depth = GaugeMetricFamily(
+        "agentdesk_queue_depth",
+        'Messages waiting in each Celery queue for a worker (README "Queues").',
+        labels=["queue"],
+    )
+    age = GaugeMetricFamily(
+        "agentdesk_queue_oldest_age_seconds",
+        "Seconds since the oldest message waiting in each Celery queue was sent (0 when none "
+        "waits).",
+        labels=["queue"],
+    )
+    for queue, state in states.items():
+        depth.add_metric([queue], state.depth)
+        if state.oldest_age_seconds is not None:
+            age.add_metric([queue], state.oldest_age_seconds)
+    yield depth
+    yield age
 
 
 def _people_families(people: dict[str, Waiting]) -> Iterator[GaugeMetricFamily]:
@@ -187,23 +194,3 @@ def _waiting_for_people() -> dict[str, Waiting]:
         )
         for name, row in (("approvals", approvals), ("questions", questions))
     }
-
-
-def _queue_depth() -> dict[str, int]:
-    from config.celery_app import app  # noqa: PLC0415 - the Celery app loads the settings
-
-    queue = str(app.conf.task_default_queue)
-    prefix = str((app.conf.broker_transport_options or {}).get("global_keyprefix", ""))
-    keys = [
-        prefix + (queue if step == 0 else f"{queue}{_PRIORITY_SEPARATOR}{step}")
-        for step in _PRIORITY_STEPS
-    ]
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
-    try:
-        pipe = client.pipeline(transaction=False)
-        for key in keys:
-            pipe.llen(key)
-        lengths = pipe.execute()
-    finally:
-        client.close()
-    return {queue: sum(int(n) for n in lengths)}

@@ -33,6 +33,7 @@ from django.utils import timezone
 from agents.models import Agent, Execution, ExecutionStatus, StateTransition, TransitionType
 from agents.services import execution_create
 from agents.tasks import reap_expired_leases
+from config import queues
 from config.celery_app import app as celery_app
 from core import tenancy
 from crm.models import Contact, Note
@@ -54,12 +55,15 @@ LEASE = "300"  # the default lease: the heartbeat, not the lease, must be what h
 
 @pytest.fixture
 def rescue_queue(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A default queue of the test's own, which only its rescuer takes: the reaper sends what
-    it delivers again to the default queue, and the suite's long-lived worker (``celery_worker``,
-    a 3 s lease) takes the suite's default queue. Sharing it, that worker claimed a handed-on
-    run, lost its lease during a 4 s model call, and the run bounced until it gave up."""
+    """A `runs` queue of the test's own, which only its rescuer takes: the reaper sends what
+    it delivers again to the `runs` queue (config/queues.py), and the suite's long-lived worker
+    (``celery_worker``, a 3 s lease) takes the suite's. Sharing it, that worker claimed a
+    handed-on run, lost its lease during a 4 s model call, and the run bounced until it gave up."""
     queue = f"rescue-{uuid.uuid4().hex[:8]}"
     monkeypatch.setitem(celery_app.conf, "task_default_queue", queue)
+    for task, routed_to in list(queues.ROUTES.items()):
+        if routed_to == queues.RUNS:
+            monkeypatch.setitem(queues.ROUTES, task, queue)
     return queue
 
 
