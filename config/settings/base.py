@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "members",  # invitations (the membership itself is core's)
     "webhooks",  # inbound signed webhooks that start agent runs
     "evals",  # test cases, datasets and experiments (README "Evaluations")
+    "datasets",  # agencies' data files and the guarded SQL tools over them (README "Datasets")
     "channels",
     # The admin theme; before django.contrib.admin so that its templates win.
     "unfold",
@@ -657,6 +658,22 @@ AGENTDESK_ENCRYPTION_KEYS = env.list("AGENTDESK_ENCRYPTION_KEYS", default=[])
 AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")
 # The most bytes one MCP call (discovery or tool call) may receive (tools/mcp/client.py).
 MCP_MAX_RESPONSE_BYTES = env.int("AGENTDESK_MCP_MAX_RESPONSE_BYTES", default=5_000_000)
+
+# --- Datasets (datasets/, README "Datasets", docs/decisions/0011-datasets.md) -------------------
+# The largest file staff may upload, and the most rows a dataset holds (an upload or a CRM query).
+AGENTDESK_DATASET_MAX_UPLOAD_BYTES = env.int(
+    "AGENTDESK_DATASET_MAX_UPLOAD_BYTES", default=20_000_000
+)
+AGENTDESK_DATASET_MAX_ROWS = env.int("AGENTDESK_DATASET_MAX_ROWS", default=1_000_000)
+# execute_sql / execute_query_plan: a query is interrupted past this many seconds; a result keeps at
+# most this many rows (downloadable), of which the first INLINE_ROWS go back to the model; DuckDB's
+# memory per call.
+AGENTDESK_DATASET_QUERY_TIMEOUT_SECONDS = env.float(
+    "AGENTDESK_DATASET_QUERY_TIMEOUT_SECONDS", default=10.0
+)
+AGENTDESK_DATASET_RESULT_MAX_ROWS = env.int("AGENTDESK_DATASET_RESULT_MAX_ROWS", default=10_000)
+AGENTDESK_DATASET_INLINE_ROWS = env.int("AGENTDESK_DATASET_INLINE_ROWS", default=20)
+AGENTDESK_DATASET_MEMORY_LIMIT_MB = env.int("AGENTDESK_DATASET_MEMORY_LIMIT_MB", default=256)
 # execute_python's sandbox (tools/sandbox/, README "Python sandbox"): "bubblewrap" on this
 # machine, or "kubernetes" (a Job per script: manifests built, submitting not yet); its limits.
 AGENTDESK_SANDBOX_EXECUTOR = env.str("AGENTDESK_SANDBOX_EXECUTOR", default="bubblewrap")

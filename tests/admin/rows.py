@@ -20,6 +20,8 @@ from approvals.models import Approval, RiskRule
 from core import tenancy
 from core.models import Agency, Event, Membership, Site
 from crm.models import CalendarEvent, Contact, EmailMessage, FormSubmission, Note, Task
+from datasets.models import Dataset as AnalysisDataset
+from datasets.models import DatasetResult
 from evals.models import Canary, Dataset, DatasetVersion, DeployGate, Experiment, TestCase
 from flow.models import CompletenessAnalysis, ExpectedWorkflow, LoopDetection, StuckRun
 from memory.embeddings import DIMENSIONS
@@ -46,6 +48,7 @@ from tests.crm.factories import (
     NoteFactory,
     TaskFactory,
 )
+from tests.datasets.factories import AnalysisDatasetFactory, DatasetResultFactory
 from tests.evals.canary_factories import canary_row
 from tests.evals.factories import (
     DatasetFactory,
@@ -163,4 +166,6 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     Experiment: lambda a: ExperimentFactory.create(dataset_version__dataset__agency=a),
     DeployGate: _gate,
     Canary: canary_row,
+    AnalysisDataset: lambda a: AnalysisDatasetFactory.create(agency=a),
+    DatasetResult: lambda a: DatasetResultFactory.create(execution=_execution(a)),
 }

@@ -84,6 +84,13 @@ EXPECTED_OPERATIONS |= {
     "agents_canary_retrieve", "agents_canary_start", "agents_canary_stop", "agents_canary_promote",
 }  # fmt: skip
 
+# Datasets for analysis (issue 30, datasets/api/): uploads, CRM queries, schemas, table results.
+EXPECTED_OPERATIONS |= {
+    "analysis_datasets_list", "analysis_datasets_create", "analysis_datasets_crm_query",
+    "analysis_datasets_retrieve", "analysis_datasets_partial_update", "analysis_datasets_destroy",
+    "analysis_results_retrieve", "analysis_results_download",
+}  # fmt: skip
+
 
 @dataclass
 class Tenant:

@@ -51,6 +51,7 @@ from tests.crm.factories import (
     NoteFactory,
     TaskFactory,
 )
+from tests.datasets.factories import AnalysisDatasetFactory, DatasetResultFactory
 from tests.evals.factories import ExperimentFactory, TestCaseFactory
 from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
 from tests.flow.factories import (
@@ -187,6 +188,9 @@ def populate(agency: Agency) -> Agent:
         assert second is not None
         Canary.objects.create(agency=agency, agent=agent, candidate=first, stable=second)
         EvaluationBudget.objects.create(agency=agency)
+    # Issue 30: a dataset (its bytes in its row) and a table result of the run.
+    AnalysisDatasetFactory.create(agency=agency, data=b"PAR1")
+    DatasetResultFactory.create(execution=run)
     return agent
 
 
