@@ -375,13 +375,19 @@ def test_the_grafana_dashboard_uses_only_metrics_the_platform_exports() -> None:
         "agentdesk_questions_waiting",
         "agentdesk_questions_waiting_oldest_age_seconds",
         "agentdesk_queue_depth",
+        "agentdesk_queue_oldest_age_seconds",
         "agentdesk_scrape_source_up",
     }
     for name in used:
         base = next((name.removesuffix(s) for s in suffixes if name.endswith(s)), name)
         assert base in recorded | scrape_time, name
     panels = {panel["title"] for panel in dashboard["panels"]}
-    assert {"Queue depth", "Approvals waiting", "Model call latency p50 / p95"} <= panels
+    assert {
+        "Queue depth",
+        "Oldest message waiting per queue",
+        "Approvals waiting",
+        "Model call latency p50 / p95",
+    } <= panels
 
 
 def test_a_platform_start_removes_the_samples_of_its_last_run_only(tmp_path: Path) -> None:
