@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml constraints.txt
 # The project's own .pyc files, for the same reason (only changed files are compiled again).
 BYTECODE := $(PY) -m compileall -q -j 0 -x '/\.(venv|data|git)/' .
 
-run: $(STAMP)
+run: $(STAMP) $(BWRAP)
 	@$(BYTECODE)
 	$(PY) manage.py up $(ARGS)
 

@@ -20,6 +20,7 @@ _BUILTIN_MODULES = (
     "tools.mcp.handler",  # the tools of agencies' MCP servers, mcp_<server>__<tool> (issue 18)
     "teams.tool",  # delegate_to_agent (issue 19)
     "datasets.tools",  # list_datasets, get_dataset_schema, execute_sql, execute_query_plan (30)
+    "datasets.python_tool",  # execute_python, in the sandbox (tools/sandbox/, issue 30)
 )
 _loaded = False
 # Tools named by prefix, one function for all (MCP tools): it makes the handler of a given name.
