@@ -13,8 +13,9 @@ from django.db.models import CharField, Exists, F, Func, OuterRef, Q, Value
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from agents import after_run
+from agents import after_run, worker_drain
 from agents.models import Agent, Execution, ExecutionStatus
+from agents.runtime import drain
 from agents.runtime.loop import run_execution as run_loop
 from agents.schedules import remove_orphaned_schedule
 from agents.services import event_dispatch, execution_create_for_tick, execution_resume_due
@@ -41,9 +42,18 @@ def run_execution(self: Task[Any, Any], execution_id: str, *, agency_id: str) ->
     A database outage before the run was claimed (the claim did not commit; once claimed, the
     runtime rides an outage out itself) sends the task again in a few seconds instead of
     dropping it: the run starts as soon as the database is back, not at the reaper's
-    pending re-delivery."""
+    pending re-delivery.
+
+    A worker shutting down (agents/worker_drain.py) claims nothing more: a delivery it receives
+    meanwhile, and a run it hands back at a step boundary, go to the delivery's queue again
+    for another worker."""
+    queue = (self.request.delivery_info or {}).get("routing_key") or None
+    if drain.draining():
+        worker_drain.send_back(execution_id, agency_id=agency_id, queue=queue)
+        return drain.HANDED_BACK
     try:
-        return run_loop(execution_id, agency_id=agency_id)
+        with worker_drain.holding(execution_id, agency_id=agency_id, queue=queue):
+            outcome = run_loop(execution_id, agency_id=agency_id)
     except Exception as exc:
         if not database.is_transient(exc):
             raise
@@ -56,6 +66,9 @@ def run_execution(self: Task[Any, Any], execution_id: str, *, agency_id: str) ->
             limit,
         )
         raise self.retry(countdown=CLAIM_RETRY_SECONDS, max_retries=limit, exc=exc) from exc
+    if outcome == drain.HANDED_BACK:  # committed: pending, its lease released
+        worker_drain.send_back(execution_id, agency_id=agency_id, queue=queue)
+    return outcome
 
 
 # TenantTask runs these in the agency given as the `agency_id` keyword argument.

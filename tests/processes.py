@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -69,6 +70,8 @@ class Worker:
         self.extra_env = env
         self.process: subprocess.Popen[bytes] | None = None
         self.log = _log_dir() / f"worker-{uuid.uuid4().hex[:6]}.log"
+        # Its node name, as remote control commands address it (add_consumer, ...).
+        self.name = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
 
     def start(self, **env: str) -> Worker:
         environment = dict(os.environ)
@@ -92,7 +95,7 @@ class Worker:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
              *([] if self.plain else trimmed),
-             "-n", f"test-{uuid.uuid4().hex[:8]}@%h",
+             "-n", self.name,
              *(["-Q", self.queue] if self.queue else [])],
             cwd=ROOT, env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
         )  # fmt: skip

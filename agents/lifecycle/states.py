@@ -8,8 +8,11 @@ from agents.models import ExecutionStatus as S
 ALLOWED: dict[str, frozenset[str]] = {
     S.PENDING: frozenset({S.RUNNING, S.CANCELLED, S.FAILED}),
     # running -> running: another delivery resumed the run after its worker died.
+    # running -> pending: a draining worker handed the run back for another one
+    # (agents/runtime/drain.py).
     S.RUNNING: frozenset(
         {
+            S.PENDING,
             S.RUNNING,
             S.WAITING_APPROVAL,
             S.WAITING_INPUT,

@@ -9,7 +9,7 @@ import logging
 import time
 
 from agents.models import Agent, Execution, ExecutionStatus, StopReason
-from agents.runtime import store, streaming
+from agents.runtime import drain, store, streaming
 from agents.runtime.context import ConfigSnapshot, tool_definitions
 from agents.runtime.context_window import ContextWindow
 from agents.runtime.faults import crash_point
@@ -88,7 +88,20 @@ class RunBase:
                 StopReason.TIMEOUT,
                 error=f"Reached timeout_seconds ({self.snapshot['timeout_seconds']}).",
             )
+        if drain.draining():
+            return self._hand_back()
         return None
+
+    def _hand_back(self) -> str:
+        """The worker is shutting down: the run goes back to pending, its lease released, once
+        the step in flight has committed (a reply is never requested twice, a recorded tool
+        call never runs again); the delivery's task sends it to its queue again."""
+        if self._cancel_requested():  # (settles the step's commit in flight first)
+            return self._end_cancelled()
+        with store.step_transaction(self.execution, self.worker) as tx:
+            tx.hand_back(reason=f"handed back by {self.worker}: its worker is shutting down")
+        logger.info("execution %s: handed back (worker shutting down)", self.execution.id)
+        return drain.HANDED_BACK
 
     def _before_model_call(
         self, price: Price, input_tokens: int, summary: bool = False

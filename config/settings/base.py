@@ -487,6 +487,13 @@ if not 0 < AGENTDESK_HEARTBEAT_SECONDS * 3 <= AGENTDESK_HEARTBEAT_TIMEOUT_SECOND
         "AGENTDESK_HEARTBEAT_TIMEOUT_SECONDS must be at least three times "
         "AGENTDESK_HEARTBEAT_SECONDS."
     )
+# A worker given SIGTERM exits within this many seconds (agents/worker_drain.py): it takes no
+# new delivery, its runs hand themselves back (pending, lease released) at their next step
+# boundary, and whatever is still in flight when the period ends is released then. Keep it
+# below the orchestrator's grace period (Kubernetes' terminationGracePeriodSeconds: 30).
+AGENTDESK_WORKER_DRAIN_SECONDS = env.float("AGENTDESK_WORKER_DRAIN_SECONDS", default=20.0)
+if AGENTDESK_WORKER_DRAIN_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTDESK_WORKER_DRAIN_SECONDS must be more than 0.")
 # A run whose database connection is lost mid-step waits this long for the database to answer
 # again, then goes on from its last commit (core/database.py); past it, the run is left to the
 # reaper (never failed for an outage). A run task that cannot claim its run for the same reason

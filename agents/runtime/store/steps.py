@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 
 from agents.lifecycle import broadcasting, finish_execution, protocol, record_transition
 from agents.llm import Usage
-from agents.models import Execution, ExecutionStep
+from agents.models import Execution, ExecutionStatus, ExecutionStep
 from agents.runtime.store.deferred_commit import (
     CommitInFlight,
     end_manual,
@@ -178,6 +178,22 @@ class StepTransaction:
         execution.input_request = input_request or {}
         self.changed |= {"status", "lease_owner", "wait_until", "input_request"}
         self.parked = True
+
+    def hand_back(self, *, reason: str) -> None:
+        """The run goes back to pending for another worker (this one is draining): its lease
+        released with this step's commit, so the next delivery claims it at once. A pending
+        run with a ``started_at`` is claimed as a resume: no new attempt, no retry."""
+        execution = self.execution
+        record_transition(
+            execution,
+            ExecutionStatus.PENDING,
+            reason=reason,
+            triggered_by="worker_draining",
+            tx=self,
+        )
+        execution.lease_owner = ""
+        self.changed |= {"status", "lease_owner"}
+        self.parked = True  # (the lease is not renewed)
 
     def finish(
         self,
