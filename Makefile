@@ -75,6 +75,16 @@ $(BWRAP):
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null
 
+# tests/deploy/ renders deploy/kubernetes with `kubectl kustomize` (kubectl >= 1.27: Kustomize
+# components): installed when missing from the apt sources' `kubectl` package; where none has
+# it, those tests are skipped and say why.
+KUBECTL := /usr/bin/kubectl
+pytest: $(KUBECTL)
+$(KUBECTL):
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kubectl >/dev/null; } \
+	|| echo "kubectl could not be installed: tests/deploy/ are skipped"
+
 bench: $(STAMP)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[dev,bench]"
 	$(PY) -m bench.step_overhead
