@@ -2,7 +2,9 @@
 show error, ask for help"): asked, answered, expired.
 
 Two kinds. A ``question`` is the agent's ``ask_user`` call: its tool call waits with the run,
-and the answer becomes that call's result (tools.executor reads it when the run resumes). A
+and the answer becomes that call's result (tools.executor reads it when the run resumes); one
+of no tool call (the understanding phase's clarification) comes back as what the person said,
+an observation the run resumes with. A
 ``correction`` is asked by the runtime when one tool failed ``max_corrections`` times in a run:
 the answer is a hint the run resumes with, or "stop", which ends it.
 
@@ -187,9 +189,20 @@ def question_answer(
                 f"and answered: {locked.user_response}",
                 reason="correction hint given",
             )
-        else:  # the answer is the ask_user call's result (tools.executor)
+        elif locked.tool_call_id is not None:  # the ask_user call's result (tools.executor)
             execution_resume(execution=execution, observation=None, reason="question answered")
+        else:  # a question the run asked before acting (understanding/): what the person said
+            execution_resume(
+                execution=execution,
+                observation=answered_observation(locked),
+                reason="question answered",
+            )
         return locked
+
+
+def answered_observation(question: Question) -> str:
+    """What a run observes when a person answered a question of no tool call."""
+    return f'A person answered the question "{question.question}": {question.user_response}'
 
 
 def _stop(execution: Execution, question: Question, *, now: datetime.datetime) -> None:

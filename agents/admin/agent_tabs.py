@@ -106,7 +106,13 @@ FIELDSETS: _FieldsetSpec = [
         "People in the loop",
         {
             "classes": TAB,
-            "fields": ["human_timeout_minutes", "max_corrections", "deny_may_continue"],
+            "fields": [
+                "human_timeout_minutes",
+                "max_corrections",
+                "deny_may_continue",
+                "understanding_enabled",
+                "understanding_threshold",
+            ],
         },
     ),
     (

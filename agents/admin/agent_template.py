@@ -70,7 +70,15 @@ class AgentTemplateAdmin(SharedRowsAdmin):
         ),
         (
             "People in the loop",
-            {"fields": ["human_timeout_minutes", "max_corrections", "deny_may_continue"]},
+            {
+                "fields": [
+                    "human_timeout_minutes",
+                    "max_corrections",
+                    "deny_may_continue",
+                    "understanding_enabled",
+                    "understanding_threshold",
+                ]
+            },
         ),
         ("Triggers", {"fields": ["trigger_events", "trigger_schedule", "trigger_conditions"]}),
         (

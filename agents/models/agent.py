@@ -98,6 +98,23 @@ class AgentConfig(models.Model):
         help_text="An approver who denies an action may let the run continue (the agent is "
         "told no) instead of cancelling it.",
     )
+    # Understanding phase (issue 30, seed 000): understand a request before acting, ask if unsure.
+    understanding_enabled = models.BooleanField(
+        "understand before acting",
+        default=False,
+        help_text="Before its first action, the model states how it understands the request "
+        "(intent, entities mapped to fields, ambiguities) with a confidence: one more model "
+        "call per run, counted in usage and budget. Below the threshold the run asks a person "
+        "in the inbox first, and understands the request again with the answer.",
+    )
+    understanding_threshold = models.DecimalField(
+        max_digits=3,
+        decimal_places=2,
+        default=Decimal("0.70"),
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="0 to 1: the understanding's confidence (README: Understanding phase) below "
+        "which the run asks a clarification question before acting.",
+    )
 
     # Memory (issue 17; seed 004's memory manager, seed 002's history window).
     memory_token_budget = models.PositiveIntegerField(
@@ -241,6 +258,10 @@ class AgentConfig(models.Model):
             models.CheckConstraint(
                 condition=models.Q(quality_threshold__gte=0, quality_threshold__lte=1),
                 name="%(app_label)s_%(class)s_quality_threshold_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(understanding_threshold__gte=0, understanding_threshold__lte=1),
+                name="%(app_label)s_%(class)s_understanding_threshold_range",
             ),
             _positive("max_tokens", "%(app_label)s_%(class)s_max_tokens_positive"),
             _positive("max_steps_per_run", "%(app_label)s_%(class)s_max_steps_positive"),

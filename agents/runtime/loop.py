@@ -33,6 +33,7 @@ from agents.llm import (
 from agents.models import Agent, Execution, ExecutionStatus, StepType, StopReason
 from agents.runtime import provider_limits, store
 from agents.runtime.act import Acting
+from agents.runtime.consult import Consulting
 from agents.runtime.context import (
     initial_messages,
     last_calls_failed,
@@ -45,7 +46,6 @@ from agents.runtime.context_window import (
 from agents.runtime.faults import crash_point
 from agents.runtime.providers import provider_limits_for
 from agents.runtime.setup import build_snapshot, pinned_agent
-from agents.runtime.think import Thinking
 from core import database, tenancy
 from core.events import emitted_by_run, event_emit
 from core.models import ActorType
@@ -200,9 +200,10 @@ def _emit_started(execution: Execution) -> None:
     )
 
 
-class _Run(Thinking, Acting):
-    """One delivery of a run: the loop (:meth:`run`) over its phases, think (think.py), act
-    (act.py) and budget (budget.py), on the state and primitives of run_base.py."""
+class _Run(Consulting, Acting):
+    """One delivery of a run: the loop (:meth:`run`) over its phases, think (think.py), the
+    plugins' own model calls (consult.py), act (act.py) and budget (budget.py), on the state and
+    primitives of run_base.py."""
 
     # --- the loop ----------------------------------------------------------------------------
     def run(self) -> str:  # noqa: PLR0911, PLR0912 - each return is one way a run ends
@@ -233,6 +234,10 @@ class _Run(Thinking, Acting):
             stop = self._should_stop() or self._out_of_steps()
             if stop is not None:
                 return stop
+            if self.hooks.before_step:  # a plugin's own model call first (an understanding)
+                consulted = self._consult(provider, limits, price, messages)
+                if consulted is not None:
+                    return consulted
             request = self._fit(provider, limits, price, messages)
             if isinstance(request, str):
                 return request
@@ -278,10 +283,10 @@ class _Run(Thinking, Acting):
                 return outcome
 
     def _out_of_steps(self) -> str | None:
-        """The run's end when it reached ``max_steps_per_run`` (the history's summaries are
-        model calls, not steps)."""
+        """The run's end when it reached ``max_steps_per_run`` (the history's summaries and
+        the plugins' consults are model calls, not steps)."""
         if (
-            self.execution.llm_call_count - self.window.summaries
+            self.execution.llm_call_count - self.window.summaries - self.consults
             < self.snapshot["max_steps_per_run"]
         ):
             return None
@@ -310,6 +315,9 @@ class _Run(Thinking, Acting):
         if self.execution.current_step <= 1:  # lost during its first model call
             return head, [], []
         summaries = [s for s in steps if summary_turns(s.llm_response) is not None]
+        self.consults = sum(
+            s.step_type == StepType.REFLECT and summary_turns(s.llm_response) is None for s in steps
+        )
         if summaries:  # the history's latest summary, and the turns it covers
             turns = summary_turns(summaries[-1].llm_response) or 0
             summary = summaries[-1].output_text

@@ -16,6 +16,9 @@ run), holding what it tracks for that delivery. Hooks, in the order a run meets 
                        tools, add recalled memories, past runs, a conversation (:class:`RunSetup`)
 ``snapshot``           first claim, the snapshot built (classmethod): edit the prompt or limits
 ``started``            each delivery, before its first model call
+``before_step``        before each step's model call (not a summary's): may ask the kernel for a
+                       model call of the plugin's own first (:class:`Consult`: an understanding
+                       of the request), paid as any, whose reply may return a verdict
 ``before_model_call``  before each model call (a history summary's too): may :class:`Finish`
 ``reply_persisted``    inside the reply's one statement (decision 0003): add rows only, no query
 ``reply_checked``      a reply with tool calls, persisted, before they run: may return a verdict
@@ -96,6 +99,29 @@ class Finish:
 
 
 type Verdict = Park | Finish
+
+
+@dataclass(frozen=True, slots=True)
+class Consulted:
+    """A plugin's :class:`Consult` decided: its ``reflect`` step's ``output_text`` and
+    ``llm_response`` (``record``; the call's usage is added), and a verdict (None: go on)."""
+
+    output_text: str
+    record: dict[str, Any]
+    verdict: Verdict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Consult:
+    """A model call of a plugin's own, made by the kernel before the step's (``before_step``),
+    without tools: paid as any model call (limits, ``before_model_call``, budget, tokens and
+    cost on the run), not one of ``max_steps_per_run``. Its ``reflect`` step is written in one
+    transaction with ``decide(writer, completion, step_id)``'s rows and verdict."""
+
+    purpose: str  # in the run's error if the call fails: "understanding the request"
+    messages: Sequence[Message]
+    max_tokens: int  # at most the agent's
+    decide: Callable[[StepWriter, Completion, uuid.UUID], Consulted]
 
 
 @dataclass(slots=True)
@@ -225,6 +251,11 @@ class RunPlugin:
     def started(self) -> None:
         """A delivery starts (or resumes) the run."""
 
+    def before_step(self, messages: Sequence[Message]) -> Consult | None:
+        """Before each step's model call (``messages``: the conversation so far), off any
+        transaction: a model call of the plugin's own to make first, or None."""
+        return None
+
     def before_model_call(self, call: ModelCall) -> Finish | None:
         """Before each model call, off any transaction."""
         return None
@@ -275,6 +306,7 @@ class RunPlugin:
 # The per-delivery hooks, in the order a run meets them.
 RUN_HOOKS = (
     "started",
+    "before_step",
     "before_model_call",
     "reply_persisted",
     "reply_checked",
@@ -339,6 +371,7 @@ class RunHooks:
     """One delivery's hooks: the bound methods of its plugins, per hook (empty: nothing runs)."""
 
     started: tuple[Callable[[], None], ...]
+    before_step: tuple[Callable[[Sequence[Message]], Consult | None], ...]
     before_model_call: tuple[Callable[[ModelCall], Finish | None], ...]
     reply_persisted: tuple[Callable[..., None], ...]
     reply_checked: tuple[Callable[[Sequence[ToolCall], list[Message]], Verdict | None], ...]

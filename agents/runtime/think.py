@@ -39,6 +39,17 @@ MODEL_NAME_MAX = ExecutionStep._meta.get_field("model").max_length or 100
 CHARS_PER_TOKEN = 4
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Aside:
+    """The reply of a model call besides the step's, not recorded yet."""
+
+    completion: Completion
+    cost: Decimal
+    reservation: tuple[uuid.UUID, Decimal] | bool
+    slot: provider_limits.Slot | None
+    started: float  # time.perf_counter() when the call started
+
+
 def input_tokens(messages: list[Message]) -> int:
     """A call's input in tokens, estimated from its messages (before the provider counts it)."""
     return request_chars(messages) // CHARS_PER_TOKEN
@@ -89,15 +100,49 @@ class Thinking(Budgeting):
             turns=turns,
             words=int(window.summary_tokens * 0.6),
         )
-        max_tokens = min(window.summary_tokens, self.snapshot["max_tokens"])
+        aside = self._aside_call(
+            provider,
+            limits,
+            price,
+            request,
+            max_tokens=min(window.summary_tokens, self.snapshot["max_tokens"]),
+            summary=True,
+            when="while summarising the run's history",
+            failure="Summarising the run's history failed",
+        )
+        if isinstance(aside, str):
+            return aside
+        summary = aside.completion.text.strip()[: window.summary_tokens * CHARS_PER_TOKEN]
+        with store.step_transaction(self.execution, self.worker) as tx:
+            record = summary_record(turns=covered, through_step=self.execution.current_step)
+            self._record_aside(tx, aside, output_text=summary, record=record)
+        self._aside_settled(limits, aside)
+        window.summarised_into(summary, covered)
+        return None
+
+    def _aside_call(
+        self,
+        provider: Provider,
+        limits: provider_limits.ProviderLimits | None,
+        price: Price,
+        request: list[Message],
+        *,
+        max_tokens: int,
+        summary: bool,
+        when: str,
+        failure: str,
+    ) -> Aside | str:
+        """A model call besides the step's (a history summary, a plugin's consult), sent
+        without tools: within the provider's limits, the plugins' ``before_model_call`` and the
+        budget, as a step's. Returns the reply, or the run's status if it ended."""
         slot: provider_limits.Slot | None = None
         if limits is not None and limits.any:
             granted = provider_limits.acquire(limits, tokens=input_tokens(request) + max_tokens)
             if isinstance(granted, provider_limits.Refusal):
                 return self._defer(granted)
             slot = granted
-        # (the plugins' check counts summaries too: a delegated run's budget share)
-        refused = self._before_model_call(price, input_tokens(request), summary=True)
+        # (the plugins' check counts these too: a delegated run's budget share)
+        refused = self._before_model_call(price, input_tokens(request), summary=summary)
         if refused is not None:
             if refused.stop_reason == StopReason.BUDGET_EXCEEDED:
                 metrics.budget_refused("model_call")
@@ -126,44 +171,54 @@ class Thinking(Budgeting):
             return self._end_cancelled()
         except LLMError as exc:
             return self._end_after_model_error(
-                exc,
-                reservation,
-                when="while summarising the run's history",
-                failure=f"Summarising the run's history failed: {exc}",
+                exc, reservation, when=when, failure=f"{failure}: {exc}"
             )
-        cost = price.cost(completion.usage)
-        summary = completion.text.strip()[: window.summary_tokens * CHARS_PER_TOKEN]
-        with store.step_transaction(self.execution, self.worker) as tx:
-            now = timezone.now()
-            tx.add_step(
-                StepType.REFLECT,
-                output_text=summary,
-                model=completion.model[:MODEL_NAME_MAX],
-                llm_response={
-                    **summary_record(turns=covered, through_step=self.execution.current_step),
-                    "usage": completion.usage.to_dict(),
-                    "latency_ms": completion.latency_ms,
-                },
-                tokens_input=completion.usage.input_tokens,
-                tokens_output=completion.usage.output_tokens,
-                tokens_cache_read=completion.usage.cache_read_tokens,
-                tokens_cache_write=completion.usage.cache_write_tokens,
-                cost_usd=cost,
-                started_at=now - seconds(time.perf_counter() - started),
-                completed_at=now,
-                duration_ms=int((time.perf_counter() - started) * 1000),
+        return Aside(completion, price.cost(completion.usage), reservation, slot, started)
+
+    def _record_aside(
+        self,
+        tx: store.StepTransaction,
+        aside: Aside,
+        *,
+        output_text: str,
+        record: dict[str, Any],
+        step_id: uuid.UUID | None = None,
+    ) -> None:
+        """The aside call's ``reflect`` step, counted on the run, its budget settled."""
+        completion, cost = aside.completion, aside.cost
+        now = timezone.now()
+        elapsed = time.perf_counter() - aside.started
+        tx.add_step(
+            StepType.REFLECT,
+            step_id=step_id,
+            output_text=output_text,
+            model=completion.model[:MODEL_NAME_MAX],
+            llm_response={
+                **record,
+                "usage": completion.usage.to_dict(),
+                "latency_ms": completion.latency_ms,
+            },
+            tokens_input=completion.usage.input_tokens,
+            tokens_output=completion.usage.output_tokens,
+            tokens_cache_read=completion.usage.cache_read_tokens,
+            tokens_cache_write=completion.usage.cache_write_tokens,
+            cost_usd=cost,
+            started_at=now - seconds(elapsed),
+            completed_at=now,
+            duration_ms=int(elapsed * 1000),
+        )
+        tx.count_llm_call(completion.usage, cost)
+        if isinstance(aside.reservation, tuple):
+            usage_services.budget_settle(
+                budget_id=aside.reservation[0], reserved=aside.reservation[1], cost=cost
             )
-            tx.count_llm_call(completion.usage, cost)
-            if isinstance(reservation, tuple):
-                usage_services.budget_settle(
-                    budget_id=reservation[0], reserved=reservation[1], cost=cost
-                )
-                self.execution.budget_reservation = None
-                tx.changed.add("budget_reservation")
-        provider_limits.settle(limits, slot, completion.usage.total_tokens)
-        self.meter.model_replied(completion, cost)
-        window.summarised_into(summary, covered)
-        return None
+            self.execution.budget_reservation = None
+            tx.changed.add("budget_reservation")
+
+    def _aside_settled(self, limits: provider_limits.ProviderLimits | None, aside: Aside) -> None:
+        """The aside call's step committed: its tokens on the provider's limits, its metrics."""
+        provider_limits.settle(limits, aside.slot, aside.completion.usage.total_tokens)
+        self.meter.model_replied(aside.completion, aside.cost)
 
     def _call_model(
         self,

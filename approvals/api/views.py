@@ -112,8 +112,9 @@ class QuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantVi
         summary="Answer (or stop the run)",
         description=(
             "Answer a pending question: the run resumes with the answer as its ask_user call's "
-            "result, or, for a correction, with the answer as a hint. stop: true ends the run "
-            "instead. A second answer is a 409."
+            "result, for a correction with the answer as a hint, for a clarification the run "
+            "asked before acting (understanding phase) with the answer as what a person said. "
+            "stop: true ends the run instead. A second answer is a 409."
         ),
         request=AnswerSerializer,
         responses={

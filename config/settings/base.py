@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "live",
     "ops",
     "flow",  # flow analysis: decision points, loops, stuck runs, expected workflows
+    "understanding",  # understand a request before acting, ask when unsure (README)
     "teams",  # delegate_to_agent: agents handing sub-tasks to each other
     "members",  # invitations (the membership itself is core's)
     "webhooks",  # inbound signed webhooks that start agent runs
@@ -428,6 +429,7 @@ AGENTDESK_RUN_PLUGINS = env.list(
         "teams.run_plugin.TeamsPlugin",  # a delegated run's tools, limits and budget share
         "memory.run_plugin.MemoryPlugin",  # recall, learned patterns, investigations
         "approvals.run_plugin.ApprovalsPlugin",  # self-correction questions
+        "understanding.run_plugin.UnderstandingPlugin",  # understand first, ask when unsure
         "evals.run_plugin.EvaluationPlugin",  # an experiment's run: its version, its recording
         "evals.canary_plugin.CanaryPlugin",  # a canary's share of new runs on its candidate
     ],
@@ -469,6 +471,22 @@ AGENTDESK_RUN_ENDED_LISTENERS = env.list(
 # with each step's write (flow/runtime.py). Off: none are written; loop and stuck detection
 # work either way.
 AGENTDESK_FLOW_DECISION_POINTS = env.bool("AGENTDESK_FLOW_DECISION_POINTS", default=True)
+# The understanding phase (understanding/, README "Understanding phase"): the weights of its
+# confidence formula (seed 000's by default; divided by their sum), e.g.
+# "entity_extraction=0.3,schema_mapping=0.3,pattern_match=0.2,no_ambiguities=0.2"; and how many
+# clarification questions a run asks before it acts on its best understanding.
+AGENTDESK_UNDERSTANDING_WEIGHTS = env.dict(
+    "AGENTDESK_UNDERSTANDING_WEIGHTS",
+    default={
+        "entity_extraction": 0.3,
+        "schema_mapping": 0.3,
+        "pattern_match": 0.2,
+        "no_ambiguities": 0.2,
+    },
+)
+AGENTDESK_UNDERSTANDING_MAX_QUESTIONS = env.int("AGENTDESK_UNDERSTANDING_MAX_QUESTIONS", default=3)
+if AGENTDESK_UNDERSTANDING_MAX_QUESTIONS < 0:
+    raise ImproperlyConfigured("AGENTDESK_UNDERSTANDING_MAX_QUESTIONS must be 0 or more.")
 # A worker's claim on a run; it must outlast the slowest model call (timeout x attempts).
 AGENTDESK_LEASE_SECONDS = env.int("AGENTDESK_LEASE_SECONDS", default=300)
 # Beat's lease reaper (agents.tasks.reap_expired_leases) runs this often: with the heartbeat

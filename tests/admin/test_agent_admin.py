@@ -47,6 +47,7 @@ def agent_form(site: Site, **overrides: str) -> dict[str, str]:
         "max_runs_per_day": "500",
         "human_timeout_minutes": "1440",
         "max_corrections": "3",
+        "understanding_threshold": "0.70",
         "memory_token_budget": "800",
         "context_token_budget": "32000",
         "conversation_window": "12",

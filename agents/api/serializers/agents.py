@@ -71,6 +71,8 @@ AGENT_WRITE_FIELDS = [
     *POSITIVE_FIELDS,
     "max_corrections",
     "deny_may_continue",
+    "understanding_enabled",
+    "understanding_threshold",
     "memory_token_budget",
     "memory_extraction_enabled",
     "context_token_budget",

@@ -16,6 +16,9 @@ it is asked, and a resumed run (after an approval, a crash) gets the reply it is
 - with ``data_query`` alone (a guardian): failed e-mails and new contacts; an alert only when
   something looks wrong;
 - with no tools: a plain answer;
+- asked, before an agent acts, how it understands the request (understanding/): low
+  confidence and a question with options for "our best customers" or "recent deals", high
+  confidence for a clear request or once a person answered;
 - asked, after a run, what it should remember or how well the run went (memory.after_run):
   the contacts it worked on, their lead scores, e-mails sent and requests, as memories; the
   next run about a contact recalls them, and its replies say so (``learning``).
@@ -30,6 +33,7 @@ import json
 
 from devkit.fake_server.demo.learning import review
 from devkit.fake_server.demo.plays import choose_play, next_action
+from devkit.fake_server.demo.understanding import understand
 from devkit.fake_server.script import RecordedRequest, Reply, Responder, ScriptedToolCall, Step
 from devkit.fake_server.server import FakeProviderServer
 
@@ -51,7 +55,9 @@ def demo_responder(
     between the events of a streamed one."""
 
     def respond(request: RecordedRequest) -> Step:
-        reviewed = review(request)  # after a run: what to remember, how well it went
+        # Before acting, its understanding (understanding/); after a run, what to remember
+        # and how well it went.
+        reviewed = understand(request) or review(request)
         decision = next_action(request) if reviewed is None else reviewed
         input_tokens = _estimated_tokens(json.dumps(request.body.get("messages") or []))
         calls: tuple[ScriptedToolCall, ...] = ()

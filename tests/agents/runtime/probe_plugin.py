@@ -2,7 +2,9 @@
 environment): it notes each hook it sees, one JSON line per hook, in the file named by
 ``AGENTDESK_PROBE_LOG``, and returns a verdict when the run's instruction asks for one:
 ``[probe-park]`` parks the run after its first tool step, ``[probe-finish]`` ends it before
-its second model call, ``[probe-cancel]`` requests its cancel while its first tool settles."""
+its second model call, ``[probe-cancel]`` requests its cancel while its first tool settles,
+``[probe-consult]`` has the kernel make a model call of its own before the first step's and
+ends the run with its reply."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from agents.llm import Completion, Message, ToolCall
 from agents.models import Execution, ExecutionStatus, StopReason
 from agents.runtime.context import ConfigSnapshot
 from agents.runtime.plugins import (
+    Consult,
+    Consulted,
     Finish,
     ModelCall,
     Park,
@@ -42,6 +46,7 @@ def _asks(execution: Execution, what: str) -> bool:
 
 class ProbePlugin(RunPlugin):
     model_calls = 0
+    consulted = False
 
     @classmethod
     def setup(cls, setup: RunSetup) -> None:
@@ -53,6 +58,22 @@ class ProbePlugin(RunPlugin):
 
     def started(self) -> None:
         _note(self.run.execution, "started", first_claim=self.run.first_claim)
+
+    def before_step(self, messages: Sequence[Message]) -> Consult | None:
+        _note(self.run.execution, "before_step", messages=len(messages))
+        if self.consulted or not _asks(self.run.execution, "consult"):
+            return None
+        self.consulted = True
+        return Consult(
+            purpose="probing",
+            messages=[Message.system("probe: consult"), Message.user("Is Ada there?")],
+            max_tokens=50,
+            decide=self._decide,
+        )
+
+    def _decide(self, writer: StepWriter, completion: Completion, step_id: uuid.UUID) -> Consulted:
+        finish = Finish(ExecutionStatus.FAILED, StopReason.TOOL_FAILURES, error="probe: consulted")
+        return Consulted(f"probe: {completion.text}", {"probe": completion.text}, finish)
 
     def before_model_call(self, call: ModelCall) -> Finish | None:
         _note(self.run.execution, "before_model_call")

@@ -87,12 +87,14 @@ def test_a_plugin_added_by_settings_sees_every_hook_in_order(
         "setup",
         "snapshot",
         "started",
+        "before_step",
         "before_model_call",
         "reply_persisted",
         "reply_checked",
         "tool_settled",
         "tool_result",
         "after_tool_step",
+        "before_step",
         "before_model_call",
         "reply_persisted",
     ]
@@ -137,6 +139,35 @@ def test_a_plugins_finish_verdict_ends_the_run_before_its_model_call(
     assert execution.error == "probe: finished"
     assert len(fake_llm_server.requests_for(agent.llm_model)) == 1  # the second never went out
     assert [h["hook"] for h in _hooks(log, execution)][-1] == "before_model_call"
+
+
+def test_a_plugins_consult_is_a_model_call_paid_recorded_and_its_verdict_applied(
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    probe_worker: tuple[Worker, Path],
+) -> None:
+    worker, log = probe_worker
+    agent = make_agent(allowed_tools=["crm_*"])
+    fake_llm_server.set_responder(
+        lambda request: text_reply("Ada is there.", input_tokens=40, output_tokens=7),
+        key=agent.llm_model,
+    )
+
+    execution = _run(agent, worker, "[probe-consult] Is Ada there?")
+
+    assert (execution.status, execution.error) == (ExecutionStatus.FAILED, "probe: consulted")
+    [request] = fake_llm_server.requests_for(agent.llm_model)  # the step's call never went out
+    assert request.tool_names == []  # sent without tools
+    assert request.system == "probe: consult"
+    assert (execution.llm_call_count, execution.tokens_input, execution.tokens_output) == (1, 40, 7)
+    with tenancy.agency_context(agent.agency_id):
+        step = execution.steps.get(step_type="reflect")
+    assert step.output_text == "probe: Ada is there."
+    recorded = step.llm_response or {}
+    assert recorded["probe"] == "Ada is there."
+    assert recorded["usage"]["input_tokens"] == 40
+    assert (step.tokens_input, step.tokens_output) == (40, 7)
+    assert [h["hook"] for h in _hooks(log, execution)][-2:] == ["before_step", "before_model_call"]
 
 
 def test_a_plugin_gives_the_reason_of_a_cancel(
