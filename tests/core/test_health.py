@@ -138,3 +138,25 @@ def test_livez_answers_200_without_the_database_for_any_host(
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
     assert "no-cache" in response["Cache-Control"]
+
+
+def test_healthz_checks_only_what_is_asked_and_refuses_an_unknown_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A web pod's readiness (``?checks=database``) answers 200 with no worker anywhere: the
+    whole /healthz would be 503 and take every web pod out of service."""
+    monkeypatch.setattr(
+        "core.views.check_celery", lambda: {"ok": False, "error": "no Celery worker answered"}
+    )
+    assert Client().get("/healthz").status_code == 503
+    response = Client().get("/healthz?checks=database")
+    assert response.status_code == 200
+    assert set(response.json()["checks"]) == {"database"}
+    both = Client().get("/healthz?checks=database,redis").json()
+    assert set(both["checks"]) == {"database", "redis"}
+
+    for wrong in ("?checks=database,disk", "?checks="):
+        refused = Client().get(f"/healthz{wrong}")
+        assert refused.status_code == 400
+        assert refused.json()["code"] == "unknown_check"
+        assert "database, redis, celery" in refused.json()["message"]

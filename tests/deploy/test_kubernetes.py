@@ -335,7 +335,7 @@ def test_one_beat_and_web_probes_that_survive_a_database_outage(overlay: str) ->
         if doc["metadata"]["name"] == "agentdesk-web" and doc["kind"] == "Deployment"
     )
     (container,) = web["spec"]["template"]["spec"]["containers"]
-    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz?checks=database"
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
 
 
