@@ -1,5 +1,6 @@
-"""What the demo agency holds: its agents (one of each of seed 004's five agent types, and a
-renewal manager the orchestrator delegates to), a dozen contacts with a little history, and a
+"""What the demo agency holds: its agents (one of each of seed 004's five agent types, a
+renewal manager the orchestrator delegates to, and a data analyst over a demo dataset that
+understands a request before it acts), a dozen contacts with a little history, a dataset and a
 risk rule. Plain data; :mod:`devkit.demo.seed` writes it."""
 
 from __future__ import annotations
@@ -113,6 +114,19 @@ AGENTS: list[AgentSpec] = [
         "customer's record, log the renewal check-in on it and create a follow-up task for the "
         "account owner. Answer with what you did.",
         allowed_tools=["crm_*", "task_create"],
+    ),
+    _agent(
+        "data-analyst",
+        "analyst",
+        "Data analyst: answers questions about the agency's datasets with SQL. It states how it "
+        "understands a request before acting, and asks which measure or period is meant when "
+        'the request leaves it open ("Who are our best customers?").',
+        name="Data Analyst",
+        system_prompt="Answer questions about the agency's datasets: list them, read the schema "
+        "of the one the question is about, and query it with execute_sql (one SELECT). Answer "
+        "with the figures, and say which column you ranked or summed by.",
+        allowed_tools=["list_datasets", "get_dataset_schema", "execute_sql", "execute_query_plan"],
+        understanding_enabled=True,
     ),
     _agent(
         "security-guardian",
@@ -290,4 +304,32 @@ CONTACTS: list[ContactSpec] = [
         "tags": ["lost-2025"],
         "notes": [("call", "Chose an in-house team; revisit next year.")],
     },
+]
+
+
+class DatasetSpec(TypedDict):
+    name: str
+    title: str
+    description: str
+    csv: str
+
+
+# The data analyst's dataset (datasets/): one row per customer, three measures a request for
+# "the best customers" may mean.
+DATASETS: list[DatasetSpec] = [
+    {
+        "name": "customer_sales",
+        "title": "Customer sales",
+        "description": "One row per customer: lead score (0-100), deals won and deal value "
+        "(USD) this year, and region.",
+        "csv": "customer,region,lead_score,deals_won,deal_value\n"
+        "Northwind Traders,EMEA,88,4,52000\n"
+        "Contoso,NA,72,9,41000\n"
+        "Fabrikam,NA,95,2,87000\n"
+        "Tailspin Toys,APAC,64,6,23000\n"
+        "Wide World Importers,EMEA,79,7,66000\n"
+        "Adventure Works,NA,58,3,19000\n"
+        "Litware,APAC,91,5,34000\n"
+        "Proseware,EMEA,45,1,8000\n",
+    }
 ]

@@ -26,9 +26,12 @@ from core import tenancy
 from core.models import Agency, Membership, Role, Site, User
 from core.services import agency_create
 from crm.models import Contact, ContactSource, Note, Task
+from datasets.models import Dataset
+from datasets.services import dataset_upload
 from devkit.demo.data import (
     AGENTS,
     CONTACTS,
+    DATASETS,
     DEMO_AGENCY_NAME,
     DEMO_AGENCY_SLUG,
     MEMORIES,
@@ -117,6 +120,7 @@ def demo_data_seed(*, agency: Agency, model_url: str, user: User | None = None) 
         created["memories"] = _memories(agency=agency, site=site)
         created["risk_rules"] = _risk_rule(agency=agency)
         created["prices"] = _price(agency=agency)
+        created["datasets"] = _datasets(agency=agency)
     return created
 
 
@@ -190,6 +194,24 @@ def _agents(*, agency: Agency, site: Site, user: User | None) -> int:
             site=site,
             user_id=user.pk if user else None,
             **spec["overrides"],
+        )
+        count += 1
+    return count
+
+
+def _datasets(*, agency: Agency) -> int:
+    existing = set(Dataset.objects.filter(agency=agency).values_list("name", flat=True))
+    count = 0
+    for spec in DATASETS:
+        if spec["name"] in existing:
+            continue
+        dataset_upload(
+            agency=agency,
+            name=spec["name"],
+            file_name=f"{spec['name']}.csv",
+            content=spec["csv"].encode(),
+            title=spec["title"],
+            description=spec["description"],
         )
         count += 1
     return count

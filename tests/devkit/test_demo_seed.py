@@ -17,6 +17,7 @@ from approvals.models import RiskRule
 from core import tenancy
 from core.models import Agency, Membership, Role, Site, User
 from crm.models import Contact, Note, Task
+from datasets.models import Dataset
 from devkit.demo import DEMO_AGENCY_SLUG, demo_data_seed, demo_model_port, demo_seed
 from devkit.demo.data import AGENTS, CONTACTS, GUARDIAN_SCHEDULE, RENEWAL_MANAGER
 from devkit.fake_server.demo import DEMO_MODEL
@@ -73,11 +74,16 @@ def test_the_demo_agency_has_agents_of_every_type_on_the_demo_model() -> None:
     orchestrator = agents["cs-orchestrator"]
     assert "delegate_to_agent" in orchestrator.allowed_tools
     assert orchestrator.delegate_agents == [RENEWAL_MANAGER]
-    assert len(agents) == len(AGENTS) == 6
+    assert len(agents) == len(AGENTS) == 7
+    # The data analyst understands a request before acting, over the demo dataset.
+    analyst = agents["data-analyst"]
+    assert analyst.understanding_enabled
+    assert "execute_sql" in analyst.allowed_tools
     with tenancy.agency_context(agency.id):
         provider = LLMProvider.objects.get(agency=agency)
         contacts = Contact.objects.filter(agency=agency)
         rule = RiskRule.objects.get(agency=agency)
+        dataset = Dataset.objects.get(agency=agency)
         assert contacts.count() == len(CONTACTS) >= 12
         assert set(contacts.values_list("status", flat=True)) >= {"lead", "customer", "active"}
         assert Note.objects.filter(agency=agency).exists()
@@ -94,6 +100,7 @@ def test_the_demo_agency_has_agents_of_every_type_on_the_demo_model() -> None:
         "high",
         True,
     )
+    assert (dataset.name, dataset.row_count) == ("customer_sales", 8)
     assert memberships == {"demo": Role.ADMIN, "approver": Role.APPROVER}
     for user in (seed.admin, seed.approver):
         assert user.is_staff

@@ -7,6 +7,7 @@ import datetime
 from devkit.fake_server.demo.conversation import instruction, past_calls, team
 from devkit.fake_server.demo.crm_plays import ASSISTANT, SDR
 from devkit.fake_server.demo.data_plays import ANALYST, GUARDIAN, ORCHESTRATOR
+from devkit.fake_server.demo.dataset_plays import DATASET_ANALYST
 from devkit.fake_server.demo.situation import Action, Play, Situation, request_in_words
 from devkit.fake_server.script import RecordedRequest
 
@@ -24,19 +25,21 @@ def _plain_summary(s: Situation) -> str:
 PLAIN = Play("plain", (), _plain_summary)
 
 
+# The script of an agent: the first of these whose tool it was given (else a plain answer).
+_PLAYS = (
+    ("email_send", SDR),
+    ("data_aggregate", ANALYST),
+    ("trigger_workflow", ORCHESTRATOR),
+    ("crm_search_contacts", ASSISTANT),
+    ("crm_get_contact", ASSISTANT),
+    ("data_query", GUARDIAN),
+    ("execute_sql", DATASET_ANALYST),
+)
+
+
 def choose_play(tools: frozenset[str]) -> Play:
     """The script for an agent, by the tools it was given."""
-    if "email_send" in tools:
-        return SDR
-    if "data_aggregate" in tools:
-        return ANALYST
-    if "trigger_workflow" in tools:
-        return ORCHESTRATOR
-    if {"crm_search_contacts", "crm_get_contact"} & tools:
-        return ASSISTANT
-    if "data_query" in tools:
-        return GUARDIAN
-    return PLAIN
+    return next((play for tool, play in _PLAYS if tool in tools), PLAIN)
 
 
 def next_action(request: RecordedRequest, *, now: datetime.datetime | None = None) -> Action | str:
@@ -48,6 +51,7 @@ def next_action(request: RecordedRequest, *, now: datetime.datetime | None = Non
         now=now or datetime.datetime.now(datetime.UTC),
         team=team(request),
         system=request.system or "",
+        said=request.last_user_text,
     )
     play = choose_play(tools)
     done = past_calls(request)

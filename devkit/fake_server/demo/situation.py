@@ -30,6 +30,7 @@ class Situation:
     calls: list[Call] = field(default_factory=list)
     team: tuple[tuple[str, str], ...] = ()  # agents it may delegate to: (slug, about)
     system: str = ""  # the system prompt: what the run recalled from memory is in it
+    said: str = ""  # the last thing said after the instruction (a person's answer), or it
 
     def recalled(self, contact: Mapping[str, Any]) -> str:
         """What the run recalled about ``contact`` from earlier runs, as a sentence ("")."""

@@ -50,6 +50,7 @@ SEED_LABELS = {
     "contacts": "contact",
     "memories": "memory",
     "risk_rules": "risk rule",
+    "datasets": "dataset",
     "prices": "model price",
 }
 
