@@ -100,6 +100,13 @@ GROUPS: list[tuple[str, list[Item]]] = [
         ],
     ),
     (
+        "Analysis data",
+        [
+            ("Analysis datasets", "table_chart", "datasets.Dataset"),
+            ("Table results", "table_view", "datasets.DatasetResult"),
+        ],
+    ),
+    (
         "Agency & access",
         [
             ("Agencies", "apartment", "core.Agency"),

@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from unfold.widgets import UnfoldAdminFileFieldWidget, UnfoldAdminTextareaWidget
 
 from agents.admin import panels
 from agents.admin.common import EMPTY
@@ -31,10 +32,14 @@ PREVIEW_ROWS = 5
 
 
 class DatasetForm(forms.ModelForm[Dataset]):
-    file = forms.FileField(required=False, help_text="CSV, XLSX (its first sheet) or Parquet.")
+    file = forms.FileField(
+        required=False,
+        widget=UnfoldAdminFileFieldWidget,
+        help_text="CSV, XLSX (its first sheet) or Parquet.",
+    )
     column_descriptions = forms.CharField(
         required=False,
-        widget=forms.Textarea(attrs={"rows": 6}),
+        widget=UnfoldAdminTextareaWidget(attrs={"rows": 6}),
         help_text="One line per column, 'column: what it holds' (units, codes, what a value "
         "means): the model reads them to map a request's words to columns.",
     )

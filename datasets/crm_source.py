@@ -22,24 +22,29 @@ _TYPES = {DATETIME: "TIMESTAMPTZ", NUMBER: "DOUBLE", ARRAY: "VARCHAR[]", JSON: "
 def validate_query(query: Mapping[str, Any]) -> dict[str, Any]:
     """``{"entity_type", "filters"?, "fields"?}`` checked (400 naming the fault)."""
     if not isinstance(query, Mapping):
-        raise ApplicationError("invalid_query", "query must be a JSON object.")
+        raise ApplicationError("invalid_query", "query must be a JSON object.", status=422)
     unknown = sorted(set(query) - {"entity_type", "filters", "fields"})
     if unknown:
-        raise ApplicationError("invalid_query", f"query: unknown key(s) {', '.join(unknown)}.")
+        raise ApplicationError(
+            "invalid_query", f"query: unknown key(s) {', '.join(unknown)}.", status=422
+        )
     try:
         entity = entity_for(query.get("entity_type"))
         compile_filters(entity, query.get("filters") or {})
     except ToolError as error:
-        raise ApplicationError("invalid_query", f"query: {error.message}") from error
+        raise ApplicationError("invalid_query", f"query: {error.message}", status=422) from error
     fields = query.get("fields") or list(entity.fields)
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-        raise ApplicationError("invalid_query", "query.fields must be a list of field names.")
+        raise ApplicationError(
+            "invalid_query", "query.fields must be a list of field names.", status=422
+        )
     bad = [f for f in fields if f not in entity.fields]
     if bad:
         raise ApplicationError(
             "invalid_query",
             f"query.fields: {', '.join(bad[:10])} not allowed; "
             f"allowed: {', '.join(entity.fields)}.",
+            status=422,
         )
     return {
         "entity_type": query["entity_type"],

@@ -11,7 +11,6 @@ import csv
 import datetime
 import io
 import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,9 @@ def format_of(file_name: str, declared: str = "") -> str:
     """The upload's format: the one declared, else its file name's extension."""
     if declared:
         if declared not in (DatasetFormat.CSV, DatasetFormat.XLSX, DatasetFormat.PARQUET):
-            raise ApplicationError("invalid_format", "format must be csv, xlsx or parquet.")
+            raise ApplicationError(
+                "invalid_format", "format must be csv, xlsx or parquet.", status=422
+            )
         return declared
     suffix = Path(file_name).suffix.lower().lstrip(".")
     if suffix in ("csv", "txt"):
@@ -55,24 +56,26 @@ def format_of(file_name: str, declared: str = "") -> str:
         "invalid_format",
         f"Cannot tell the format of {file_name[:100]!r}: name it .csv, .xlsx or .parquet, "
         "or give format.",
+        status=422,
     )
 
 
 def ingest(content: bytes, file_format: str) -> Ingested:
     """Read ``content`` as ``file_format``; a file it cannot be read as is a 400 naming why."""
     if not content:
-        raise ApplicationError("invalid_file", "The file is empty.")
+        raise ApplicationError("invalid_file", "The file is empty.", status=422)
     if len(content) > settings.AGENTDESK_DATASET_MAX_UPLOAD_BYTES:
         raise ApplicationError(
             "file_too_large",
             f"The file has {len(content)} bytes; the limit is "
             f"{settings.AGENTDESK_DATASET_MAX_UPLOAD_BYTES} (AGENTDESK_DATASET_MAX_UPLOAD_BYTES).",
+            status=422,
         )
     size = len(content)
     if file_format == DatasetFormat.XLSX:
         content, file_format = _xlsx_as_csv(content), DatasetFormat.CSV
     if file_format == DatasetFormat.PARQUET and not content.startswith(PARQUET_MAGIC):
-        raise ApplicationError("invalid_file", "The file is not a Parquet file.")
+        raise ApplicationError("invalid_file", "The file is not a Parquet file.", status=422)
     connection = engine.connect()
     try:
         with tempfile.TemporaryDirectory(prefix="agentdesk-up-") as folder:
@@ -86,6 +89,7 @@ def ingest(content: bytes, file_format: str) -> Ingested:
                     "invalid_file",
                     f"The file could not be read as {file_format.upper()}: "
                     f"{str(error).strip().splitlines()[0][:300]}",
+                    status=422,
                 ) from error
             source.unlink()
             columns, row_count = _schema(connection, "data")
@@ -99,10 +103,12 @@ def ingest(content: bytes, file_format: str) -> Ingested:
 def _schema(connection: duckdb.DuckDBPyConnection, table: str) -> tuple[list[dict[str, Any]], int]:
     described = connection.execute(f"DESCRIBE {table}").fetchall()
     if not described:
-        raise ApplicationError("invalid_file", "The file has no columns.")
+        raise ApplicationError("invalid_file", "The file has no columns.", status=422)
     if len(described) > MAX_COLUMNS:
         raise ApplicationError(
-            "invalid_file", f"The file has {len(described)} columns; the limit is {MAX_COLUMNS}."
+            "invalid_file",
+            f"The file has {len(described)} columns; the limit is {MAX_COLUMNS}.",
+            status=422,
         )
     row = connection.execute(f"SELECT count(*) FROM {table}").fetchone()
     row_count = int(row[0]) if row else 0
@@ -111,6 +117,7 @@ def _schema(connection: duckdb.DuckDBPyConnection, table: str) -> tuple[list[dic
             "too_many_rows",
             f"The file has {row_count} rows; the limit is {settings.AGENTDESK_DATASET_MAX_ROWS} "
             "(AGENTDESK_DATASET_MAX_ROWS).",
+            status=422,
         )
     return [
         {
@@ -138,17 +145,17 @@ def _xlsx_as_csv(content: bytes) -> bytes:
     import openpyxl  # noqa: PLC0415 - only uploads of workbooks pay for its import
 
     if not content.startswith(ZIP_MAGIC):
-        raise ApplicationError("invalid_file", "The file is not an XLSX workbook.")
+        raise ApplicationError("invalid_file", "The file is not an XLSX workbook.", status=422)
     try:
         book = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as error:
+    except Exception as error:  # openpyxl raises many kinds on a malformed workbook
         raise ApplicationError(
-            "invalid_file", f"The workbook could not be read: {error}"
+            "invalid_file", f"The workbook could not be read: {error}", status=422
         ) from error
     try:
         sheet = book.worksheets[0] if book.worksheets else None
         if sheet is None:
-            raise ApplicationError("invalid_file", "The workbook has no sheet.")
+            raise ApplicationError("invalid_file", "The workbook has no sheet.", status=422)
         out = io.StringIO()
         writer = csv.writer(out)
         for row in sheet.iter_rows(values_only=True):
@@ -158,7 +165,7 @@ def _xlsx_as_csv(content: bytes) -> bytes:
     finally:
         book.close()
     if not out.getvalue():
-        raise ApplicationError("invalid_file", "The workbook's first sheet is empty.")
+        raise ApplicationError("invalid_file", "The workbook's first sheet is empty.", status=422)
     return out.getvalue().encode()
 
 

@@ -56,6 +56,7 @@ class Dataset(AgencyOwnedModel):
     )
 
     class Meta:
+        verbose_name = "analysis dataset"  # evals has "datasets" (of test cases)
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["agency", "name"], name="datasets_dataset_name_unique"),
@@ -94,6 +95,7 @@ class DatasetResult(AgencyOwnedModel):
     csv = models.BinaryField(default=b"")
 
     class Meta:
+        verbose_name = "table result"
         ordering = ["created_at"]
         indexes = [models.Index(fields=["execution", "created_at"])]
 

@@ -24,7 +24,9 @@ def _check_name(name: str) -> str:
     import re  # noqa: PLC0415 - one use
 
     if not isinstance(name, str) or not re.fullmatch(DATASET_NAME_REGEX, name):
-        raise ApplicationError("invalid_name", f"name: {_NAME_HELP} (it is the SQL table name).")
+        raise ApplicationError(
+            "invalid_name", f"name: {_NAME_HELP} (it is the SQL table name).", status=422
+        )
     return name
 
 
@@ -130,7 +132,9 @@ def dataset_update(
         unknown = sorted(set(column_descriptions) - names)
         if unknown:
             raise ApplicationError(
-                "unknown_column", f"No column {', '.join(unknown[:10])} in dataset {dataset.name}."
+                "unknown_column",
+                f"No column {', '.join(unknown[:10])} in dataset {dataset.name}.",
+                status=422,
             )
         dataset.columns = [
             {

@@ -40,6 +40,17 @@ def _user(view: TenantScopedView) -> Any:
     return User.objects.filter(pk=user_id).first() if user_id is not None else None
 
 
+def _data_query(query: dict[str, Any]) -> dict[str, Any]:
+    """The API's typed filters list as data_query's ``{field: {op: value}}``."""
+    filters: dict[str, dict[str, Any]] = {}
+    for item in query.get("filters") or []:
+        filters.setdefault(item["field"], {})[item["op"]] = item["value"]
+    converted = {"entity_type": query["entity_type"], "filters": filters}
+    if "fields" in query:
+        converted["fields"] = query["fields"]
+    return converted
+
+
 @extend_schema_view(
     list=extend_schema(operation_id="analysis_datasets_list", summary="The agency's datasets"),
     retrieve=extend_schema(
@@ -105,7 +116,7 @@ class AnalysisDatasetViewSet(
         dataset = services.dataset_register_query(
             agency=_agency(self),
             name=data["name"],
-            query=data["query"],
+            query=_data_query(data["query"]),
             title=data.get("title", ""),
             description=data.get("description", ""),
             created_by=_user(self),
@@ -127,7 +138,11 @@ class AnalysisDatasetViewSet(
             dataset=dataset,
             title=data.get("title"),
             description=data.get("description"),
-            column_descriptions=data.get("columns"),
+            column_descriptions=(
+                {c["name"]: c["description"] for c in data["columns"]}
+                if "columns" in data
+                else None
+            ),
         )
         return Response(s.DatasetSerializer(dataset).data)
 

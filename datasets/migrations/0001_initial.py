@@ -40,6 +40,7 @@ class Migration(migrations.Migration):
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
+                'verbose_name': 'analysis dataset',
                 'ordering': ['name'],
                 'constraints': [models.UniqueConstraint(fields=('agency', 'name'), name='datasets_dataset_name_unique'), models.CheckConstraint(condition=models.Q(('name__regex', '^[a-z][a-z0-9_]{0,62}$')), name='datasets_dataset_name_valid'), models.CheckConstraint(condition=models.Q(('source__in', ['upload', 'crm_query'])), name='datasets_dataset_source_valid'), models.CheckConstraint(condition=models.Q(('file_format__in', ['csv', 'xlsx', 'parquet', 'crm'])), name='datasets_dataset_file_format_valid')],
             },
@@ -61,6 +62,7 @@ class Migration(migrations.Migration):
                 ('execution', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='agents.execution')),
             ],
             options={
+                'verbose_name': 'table result',
                 'ordering': ['created_at'],
                 'indexes': [models.Index(fields=['execution', 'created_at'], name='datasets_da_executi_d14706_idx')],
             },

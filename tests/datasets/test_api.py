@@ -1,4 +1,4 @@
-"""Datasets over the API: uploads of each format with their inferred schema, 400s for bad files
+"""Datasets over the API: uploads of each format with their inferred schema, bad files refused
 that keep nothing, descriptions, deletion, another agency's datasets out of reach, and a table
 result downloaded whole."""
 
@@ -80,10 +80,10 @@ def test_an_upload_of_each_format_gets_its_schema(  # noqa: PLR0917 - the parame
         pytest.param("x.xlsx", b"PK\x03\x04broken zip", {}, "invalid_file", id="broken-xlsx"),
         pytest.param("x.xlsx", b"a,b\n1,2\n", {}, "invalid_file", id="csv-named-xlsx"),
         pytest.param("x.json", b"{}", {}, "invalid_format", id="unknown-extension"),
-        pytest.param("x.csv", SALES_CSV, {"name": "Bad Name"}, "invalid_name", id="bad-name"),
+        pytest.param("x.csv", SALES_CSV, {"name": "Bad Name"}, "invalid", id="bad-name"),
     ],
 )
-def test_a_bad_file_is_a_400_that_says_why_and_keeps_nothing(  # noqa: PLR0917 - parameters
+def test_a_bad_file_is_refused_with_why_and_keeps_nothing(  # noqa: PLR0917 - parameters
     tenant_a: Tenant, as_role: Any, file_name: str, content: bytes, extra: dict[str, str], code: str
 ) -> None:
     client = as_role("staff")
@@ -93,7 +93,9 @@ def test_a_bad_file_is_a_400_that_says_why_and_keeps_nothing(  # noqa: PLR0917 -
         format="multipart",
     )
 
-    assert response.status_code == 400, response.content
+    # 400 when the request does not match the schema, 422 when the file breaks a rule it cannot
+    # state (README "REST API": errors).
+    assert response.status_code == (400 if code == "invalid" else 422), response.content
     assert response.json()["code"] == code
     assert response.json()["message"]
     assert _count(tenant_a) == 0
@@ -103,7 +105,7 @@ def test_a_bad_file_is_a_400_that_says_why_and_keeps_nothing(  # noqa: PLR0917 -
 def test_a_file_past_the_size_limit_is_refused(tenant_a: Tenant, as_role: Any) -> None:
     response = _upload(as_role("staff"), "sales", "sales.csv", SALES_CSV)
 
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert response.json()["code"] == "file_too_large"
     assert "AGENTDESK_DATASET_MAX_UPLOAD_BYTES" in response.json()["message"]
     assert _count(tenant_a) == 0
@@ -113,7 +115,7 @@ def test_a_file_past_the_size_limit_is_refused(tenant_a: Tenant, as_role: Any) -
 def test_a_file_past_the_row_limit_is_refused(tenant_a: Tenant, as_role: Any) -> None:
     response = _upload(as_role("staff"), "sales", "sales.csv", SALES_CSV)
 
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert response.json()["code"] == "too_many_rows"
 
 
@@ -136,14 +138,18 @@ def test_staff_describe_columns_and_an_unknown_column_changes_nothing(
     url = f"{URL}{dataset['id']}/"
 
     changed = client.patch(
-        url, {"columns": {"amount": "Order value in EUR, VAT included"}}, format="json"
+        url,
+        {"columns": [{"name": "amount", "description": "Order value in EUR, VAT included"}]},
+        format="json",
     )
-    refused = client.patch(url, {"columns": {"colour": "x"}, "title": "Never"}, format="json")
+    refused = client.patch(
+        url, {"columns": [{"name": "colour", "description": "x"}], "title": "Never"}, format="json"
+    )
 
     assert changed.status_code == 200
     described = {c["name"]: c["description"] for c in changed.json()["columns"]}
     assert described["amount"] == "Order value in EUR, VAT included"
-    assert refused.status_code == 400
+    assert refused.status_code == 422
     assert refused.json()["code"] == "unknown_column"
     assert client.get(url).json()["title"] == ""
 
@@ -177,22 +183,36 @@ def test_another_agency_sees_none_of_it(tenant_a: Tenant, tenant_b: Tenant, as_r
     assert _count(tenant_a) == 1
 
 
-def test_a_crm_query_is_registered_and_a_bad_one_is_a_400(tenant_a: Tenant, as_role: Any) -> None:
+def test_a_crm_query_is_registered_and_a_bad_one_is_refused(tenant_a: Tenant, as_role: Any) -> None:
     client = as_role("staff")
 
     created = client.post(
         f"{URL}crm-query/",
-        {"name": "leads", "query": {"entity_type": "contacts", "filters": {"status": "lead"}}},
+        {
+            "name": "leads",
+            "query": {
+                "entity_type": "contacts",
+                "filters": [{"field": "status", "op": "eq", "value": "lead"}],
+            },
+        },
         format="json",
     )
     refused = client.post(
-        f"{URL}crm-query/", {"name": "x", "query": {"entity_type": "secrets"}}, format="json"
+        f"{URL}crm-query/",
+        {
+            "name": "x",
+            "query": {
+                "entity_type": "contacts",
+                "filters": [{"field": "colour", "op": "eq", "value": "red"}],
+            },
+        },
+        format="json",
     )
 
     assert created.status_code == 201, created.content
     assert created.json()["source"] == "crm_query"
     assert "first_name" in [c["name"] for c in created.json()["columns"]]
-    assert refused.status_code == 400
+    assert refused.status_code == 422
     assert refused.json()["code"] == "invalid_query"
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 import pytest
+from django.db import transaction
 from django.test import override_settings
 
+from agents.llm import ToolCall as LLMToolCall
 from agents.models import Execution
 from core import tenancy
 from core.models import Agency
@@ -18,8 +21,10 @@ from datasets.services import dataset_register_query
 from tests.crm.factories import ContactFactory
 from tests.datasets.helpers import upload
 from tests.tools.builtin.conftest import call, call_error
+from tools.calls import CallRequest
+from tools.executor import execute_tool_call
 from tools.handlers import ToolContext
-from tools.models import Tool
+from tools.models import Tool, ToolCall, ToolCallStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -213,3 +218,46 @@ def test_a_crm_query_dataset_reads_the_agencys_contacts_now(
     result = call(ctx, "execute_sql", {"sql": "SELECT first_name FROM customers ORDER BY 1"})
 
     assert result["rows"] == [["Ada"], ["Cy"]]
+
+
+@pytest.mark.usefixtures("agency")
+def test_through_the_executor_a_refused_query_is_a_failed_call_and_the_step_goes_on(
+    execution: Execution,
+) -> None:
+    with tenancy.platform_context():
+        tool = Tool.objects.get(name="execute_sql", is_system=True)
+    offered: dict[str, Any] = {
+        "execute_sql": {
+            "name": "execute_sql",
+            "description": "",
+            "parameters": tool.parameters_schema,
+        }
+    }
+
+    def request(call_id: str, args: dict[str, Any], tools: dict[str, Any]) -> CallRequest:
+        return CallRequest(
+            agency_id=execution.agency_id,
+            site_id=execution.site_id,
+            agent_id=execution.agent_id,
+            execution_id=execution.id,
+            call=LLMToolCall(id=call_id, name="execute_sql", arguments=args, raw_arguments="{}"),
+            tools=tools,
+            constraints=[],
+            may_have_run=False,
+        )
+
+    with transaction.atomic(), tenancy.agency_context(execution.agency_id):
+        refused = execute_tool_call(request("c1", {"sql": "DROP TABLE sales"}, offered))
+        unknown_argument = execute_tool_call(request("c2", {"sql": "SELECT 1", "x": 1}, offered))
+        not_offered = execute_tool_call(request("c3", {"sql": "SELECT 1"}, {}))
+        answered = execute_tool_call(request("c4", {"sql": "SELECT count(*) FROM sales"}, offered))
+        calls = dict(
+            ToolCall.objects.filter(execution_id=execution.id).values_list("tool_call_id", "status")
+        )
+
+    assert refused.output["error"]["code"] == "not_select"
+    assert unknown_argument.output["error"]["code"] != "not_select"  # the schema, before the SQL
+    assert not_offered.output["error"]["code"] == "tool_not_allowed"
+    assert answered.output["rows"] == [[4]]
+    assert calls["c1"] == ToolCallStatus.FAILED
+    assert calls["c4"] == ToolCallStatus.COMPLETED
