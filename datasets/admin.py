@@ -245,5 +245,6 @@ panels.RUN_PANELS.register(
     panels.RunPanel(
         order=30, name="dataset_results", title="Table results", label="Results",
         render=results_panel,
+        shown=lambda execution: selectors.results_of_run(execution_id=execution.id).exists(),
     )
 )  # fmt: skip

@@ -232,7 +232,11 @@ class ExecutionAdmin(panels.RegisteredFields, ReadOnlyAdminMixin, AgencyScopedAd
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets = list(super().get_fieldsets(request, obj))
         after = next(i for i, (title, _) in enumerate(fieldsets) if title == "Input") + 1
-        added = [(p.title, {"fields": [p.name]}) for p in panels.RUN_PANELS]
+        added = [
+            (p.title, {"fields": [p.name]})
+            for p in panels.RUN_PANELS
+            if p.shown is None or obj is None or p.shown(obj)
+        ]
         return [*fieldsets[:after], *added, *fieldsets[after:]]
 
     def get_urls(self) -> list[URLPattern]:

@@ -51,6 +51,9 @@ class RunPanel:
     title: str  # the fieldset's
     label: str  # the row's
     render: Callable[[Execution], Shown]
+    # Whether the run's page has the fieldset at all (None: always): a panel only some runs
+    # fill says so, instead of an empty section on every run's page.
+    shown: Callable[[Execution], bool] | None = None
 
 
 @dataclass(frozen=True)

@@ -667,6 +667,8 @@ SPECTACULAR_SETTINGS = {
         "RoleEnum": "core.models.Role",
         "RiskLevelEnum": "approvals.models.RiskLevel",
         "ProviderNameEnum": "agents.models.ProviderName",
+        "ExecutionPurposeEnum": "agents.models.ExecutionPurpose",
+        "UsagePurposeEnum": "usage.models.UsagePurpose",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

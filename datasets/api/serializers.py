@@ -19,7 +19,7 @@ class ColumnSerializer(serializers.Serializer[Any]):
     description = serializers.CharField(allow_blank=True)
 
 
-class DatasetSerializer(serializers.ModelSerializer[Dataset]):
+class AnalysisDatasetSerializer(serializers.ModelSerializer[Dataset]):
     table = serializers.SerializerMethodField()
     columns = ColumnSerializer(many=True, read_only=True)
 
@@ -110,7 +110,7 @@ class DatasetUpdateSerializer(StrictSerializer):
     )
 
 
-class ResultSerializer(serializers.ModelSerializer[DatasetResult]):
+class TableResultSerializer(serializers.ModelSerializer[DatasetResult]):
     class Meta:
         model = DatasetResult
         fields = [

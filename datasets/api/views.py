@@ -63,7 +63,7 @@ def _data_query(query: dict[str, Any]) -> dict[str, Any]:
 class AnalysisDatasetViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, TenantViewSet
 ):
-    serializer_class = s.DatasetSerializer
+    serializer_class = s.AnalysisDatasetSerializer
     ordering = ["name"]
 
     def get_parsers(self) -> list[Any]:
@@ -83,7 +83,7 @@ class AnalysisDatasetViewSet(
         "count) is inferred on upload; a file that cannot be read, is empty, or is past "
         "AGENTDESK_DATASET_MAX_UPLOAD_BYTES / _MAX_ROWS is a 400 naming why, and nothing is kept.",
         request={"multipart/form-data": s.UploadSerializer},
-        responses={201: s.DatasetSerializer},
+        responses={201: s.AnalysisDatasetSerializer},
     )
     def create(self, request: Request) -> Response:
         body = s.UploadSerializer(data=request.data)
@@ -100,13 +100,13 @@ class AnalysisDatasetViewSet(
             description=data.get("description", ""),
             created_by=_user(self),
         )
-        return Response(s.DatasetSerializer(dataset).data, status.HTTP_201_CREATED)
+        return Response(s.AnalysisDatasetSerializer(dataset).data, status.HTTP_201_CREATED)
 
     @extend_schema(
         operation_id="analysis_datasets_crm_query",
         summary="Register a query over CRM entities as a dataset",
         request=s.CrmQuerySerializer,
-        responses={201: s.DatasetSerializer},
+        responses={201: s.AnalysisDatasetSerializer},
     )
     @action(detail=False, methods=["post"], url_path="crm-query")
     def crm_query(self, request: Request) -> Response:
@@ -121,13 +121,13 @@ class AnalysisDatasetViewSet(
             description=data.get("description", ""),
             created_by=_user(self),
         )
-        return Response(s.DatasetSerializer(dataset).data, status.HTTP_201_CREATED)
+        return Response(s.AnalysisDatasetSerializer(dataset).data, status.HTTP_201_CREATED)
 
     @extend_schema(
         operation_id="analysis_datasets_partial_update",
         summary="Edit a dataset's title, description and columns' descriptions",
         request=s.DatasetUpdateSerializer,
-        responses={200: s.DatasetSerializer},
+        responses={200: s.AnalysisDatasetSerializer},
     )
     def partial_update(self, request: Request, pk: str | None = None) -> Response:
         dataset = self.get_object()
@@ -144,7 +144,7 @@ class AnalysisDatasetViewSet(
                 else None
             ),
         )
-        return Response(s.DatasetSerializer(dataset).data)
+        return Response(s.AnalysisDatasetSerializer(dataset).data)
 
     def perform_destroy(self, instance: Dataset) -> None:
         services.dataset_delete(dataset=instance)
@@ -169,14 +169,14 @@ class ResultDownload(TenantScopedView):
         return response
 
 
-@extend_schema(
-    operation_id="analysis_results_retrieve",
-    summary="A tool call's table result (without its rows)",
-    responses={200: s.ResultSerializer},
-)
 class ResultDetail(TenantScopedView):
+    @extend_schema(
+        operation_id="analysis_results_retrieve",
+        summary="A tool call's table result (without its rows)",
+        responses={200: s.TableResultSerializer},
+    )
     def get(self, request: Request, result_id: str) -> Response:
         result = access_object(
             self.scope(DatasetResult.objects.defer("csv")), agency=None, id=parse_id(result_id)
         )
-        return Response(s.ResultSerializer(result).data, status=status.HTTP_200_OK)
+        return Response(s.TableResultSerializer(result).data, status=status.HTTP_200_OK)

@@ -223,7 +223,7 @@ def test_the_sidebar_groups_what_each_role_may_open(
 
     assert groups(member(agency, Role.ADMIN)) == [
         "Agents & runs", "Run traces", "Flow analysis", "Evaluations", "Approvals", "Memory",
-        "Usage & budgets", "CRM data", "Agency & access",
+        "Usage & budgets", "CRM data", "Analysis data", "Agency & access",
     ]  # fmt: skip
     assert groups(superuser)[-1] == "Schedules"
 

@@ -125,10 +125,11 @@ def _check_options(args: list[str], accepted: set[str], what: str) -> None:
 
 
 def _declared_queues() -> set[str]:
-    """The queues the settings declare (a worker without -Q consumes them all)."""
-    from config.celery_app import app
+    """The queues the settings declare (a worker without -Q consumes them all). From the
+    settings, not the app's ``amqp.queues``, which also holds what other tests sent to."""
+    from django.conf import settings
 
-    return set(app.amqp.queues)
+    return set(settings.CELERY_TASK_QUEUES)
 
 
 def _check_command(command: list[str]) -> None:

@@ -106,7 +106,8 @@ class BubblewrapExecutor:
         path = shutil.which(self.bwrap)
         if path is None:
             return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
-        probe = [path, *_namespaces(), *self._mounts(), self.python, "-I", "-c", "pass"]
+        probe = [path, *_namespaces(), "--tmpfs", SCRATCH_DIR, *self._mounts()]
+        probe += [self.python, "-I", "-c", "pass"]
         done = subprocess.run(probe, capture_output=True, text=True, check=False, timeout=60)
         if done.returncode != 0:
             return f"bubblewrap cannot make its sandbox here: {done.stderr.strip()}"
@@ -141,9 +142,11 @@ class BubblewrapExecutor:
         limits = self.limits
         scratch = str(limits.scratch_mb * 1024 * 1024)
         args = [self.bwrap, *_namespaces(), "--die-with-parent", "--new-session"]
+        # The scratch first: an interpreter whose prefix lies under it (a venv in /tmp) is
+        # bound on top of the tmpfs, not hidden by it.
+        args += ["--perms", "1777", "--size", scratch, "--tmpfs", SCRATCH_DIR]
         args += self._mounts()
         args += ["--proc", "/proc", "--dev", "/dev"]
-        args += ["--perms", "1777", "--size", scratch, "--tmpfs", SCRATCH_DIR]
         if fonts is not None:
             args += ["--perms", "1777", "--dir", MATPLOTLIB_DIR]
             args += ["--perms", "0444", "--file", str(fonts[1]), f"{MATPLOTLIB_DIR}/{fonts[0]}"]
