@@ -1,6 +1,6 @@
 """What both embedded servers' daemons need: a process stopped (a zombie counts as stopped), a
 file written whole (readers without the lock never see half of it), a warning in the server's own
-log too, the end of a log for an error message."""
+log too, the end of a log for an error message, a started daemon waited for."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+
+from devkit.embedded.ports import port_open
 
 logger = logging.getLogger(__name__)
 
@@ -52,3 +55,17 @@ def _tail(path: Path, size: int = 2000) -> str:
         return path.read_text(errors="replace")[-size:]
     except OSError:
         return ""
+
+
+def _await_listening(
+    pid_of: Callable[[], int | None], port: int, *, name: str, log: Path, timeout: float = 10.0
+) -> int:
+    """The pid of a daemon just started, once its pid file names it and ``port`` answers; a
+    RuntimeError with the end of its ``log`` if it does not within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = pid_of()
+        if found is not None and port_open(port):
+            return found
+        time.sleep(0.02)
+    raise RuntimeError(f"{name} did not start on port {port}:\n{_tail(log)}")

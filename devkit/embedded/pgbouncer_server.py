@@ -16,14 +16,18 @@ import pwd
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 
-from devkit.embedded.daemons import _kill, _tail, _warn_moved, _write_atomic
+from devkit.embedded.daemons import (
+    _await_listening,
+    _kill,
+    _warn_moved,
+    _write_atomic,
+)
 from devkit.embedded.pg_server import OWNER_ROLE, RUNTIME_ROLE, SUPERUSER_ROLE, _pg_system_user
-from devkit.embedded.ports import _new_port, _tcp_port_free, port_open
+from devkit.embedded.ports import _new_port, _tcp_port_free
 
 CONFIG = "pgbouncer.ini"
 # Pool sizes of the embedded one: a test run's worker threads, ASGI server and pytest-xdist
@@ -113,14 +117,8 @@ def start(folder: Path, *, port: int, pg_socket_dir: str, pg_port: int, pool_siz
             os.chown(path, entry.pw_uid, entry.pw_gid)
     command = [executable, "-d", *(["-u", user] if user else []), str(folder / CONFIG)]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        found = pid(folder)
-        if found is not None and port_open(port):
-            return found
-        time.sleep(0.02)
-    raise RuntimeError(
-        f"pgbouncer did not start on port {port}:\n{_tail(folder / 'pgbouncer.log')}"
+    return _await_listening(
+        lambda: pid(folder), port, name="pgbouncer", log=folder / "pgbouncer.log"
     )
 
 

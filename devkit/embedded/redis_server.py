@@ -5,13 +5,17 @@ its dump: the queues (devkit.embedded)."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 
-from devkit.embedded.daemons import _kill, _tail, _warn_moved, _write_atomic
-from devkit.embedded.ports import _new_port, _tcp_port_free, port_open
+from devkit.embedded.daemons import (
+    _await_listening,
+    _kill,
+    _warn_moved,
+    _write_atomic,
+)
+from devkit.embedded.ports import _new_port, _tcp_port_free
 
 
 def _redis_pid(folder: Path) -> int | None:
@@ -84,14 +88,10 @@ def _ensure_redis(folder: Path) -> bool:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if _redis_pid(folder) is not None and port_open(port):
-            return True
-        time.sleep(0.02)
-    raise RuntimeError(
-        f"embedded Redis did not start on port {port}:\n{_tail(folder / 'redis.log')}"
+    _await_listening(
+        lambda: _redis_pid(folder), port, name="embedded Redis", log=folder / "redis.log"
     )
+    return True
 
 
 def _stop_redis(folder: Path) -> None:
