@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "webhooks",  # inbound signed webhooks that start agent runs
     "evals",  # test cases, datasets and experiments (README "Evaluations")
     "datasets",  # agencies' data files and the guarded SQL tools over them (README "Datasets")
+    "protocols",  # agents as MCP tools and A2A agents (README "Agents as MCP tools")
     "channels",
     # The admin theme; before django.contrib.admin so that its templates win.
     "unfold",
