@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "webhooks",  # inbound signed webhooks that start agent runs
     "evals",  # test cases, datasets and experiments (README "Evaluations")
     "datasets",  # agencies' data files and the guarded SQL tools over them (README "Datasets")
+    "audit",  # who did what: the hash-chained audit log (README "Audit log")
     "protocols",  # agents as MCP tools and A2A agents (README "Agents as MCP tools")
     "channels",
     # The admin theme; before django.contrib.admin so that its templates win.
@@ -96,6 +97,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: the request is where audit entries read their actor (audit/).
+    "audit.context.AuditContextMiddleware",
     # After authentication: opens the request's transaction with the user's agency set.
     "core.middleware.TenantMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -363,6 +366,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "purge-webhook-deliveries-past-retention": {
         "task": "webhooks.purge_past_retention",
+        "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
+    },
+    # Audit entries past each agency's audit_retention_days (audit/retention.py).
+    "purge-audit-past-retention": {
+        "task": "audit.purge_past_retention",
         "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
     # Approvals and questions past their expires_at (agents' human_timeout_minutes) expire.

@@ -87,6 +87,13 @@ class Agency(models.Model):
         default=30,
         help_text="Trigger log rows older than this are deleted. Empty: keep forever.",
     )
+    audit_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=365,
+        help_text="Audit log entries older than this are deleted (the chain stays verifiable "
+        "from the last one deleted). Empty: keep forever.",
+    )
     # The model that embeds this agency's memories and episodes (memory.embeddings). Searches
     # compare only vectors of the current model: after a change, `manage.py reembed_memories`.
     embedding_provider = models.CharField(

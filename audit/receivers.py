@@ -1,0 +1,1 @@
+"""Signal receivers: the audited models (audit.registry) and logins."""
