@@ -24,8 +24,10 @@ from agents.models import Execution
 from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from core.exceptions import ApplicationError
-from datasets import ingest, selectors, services
+from datasets import chart_admin, ingest, selectors, services
 from datasets.models import Dataset, DatasetResult
+
+_ = chart_admin  # the run page's Charts panel and its images' URL register on import
 
 CELL = "text-align: left; vertical-align: top; padding: 2px 12px 2px 0; overflow-wrap: anywhere"
 PREVIEW_ROWS = 5

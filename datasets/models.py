@@ -101,3 +101,26 @@ class DatasetResult(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.row_count} rows)"
+
+
+class DatasetChart(AgencyOwnedModel):
+    """A chart artefact: one PNG an ``execute_python`` script left open (matplotlib), shown on
+    the run page. The model is told its id, never given its bytes; it goes with its run
+    (retention, agency deletion) like a table result."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="+")
+    tool_call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=64)
+    position = models.PositiveSmallIntegerField(default=0)  # its order among the call's charts
+    width = models.PositiveIntegerField(default=0)
+    height = models.PositiveIntegerField(default=0)
+    size_bytes = models.PositiveIntegerField(default=0)
+    png = models.BinaryField(default=b"")
+
+    class Meta:
+        verbose_name = "chart"
+        ordering = ["created_at", "position"]
+        indexes = [models.Index(fields=["execution", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} chart {self.position + 1} ({self.width}x{self.height})"

@@ -7,8 +7,9 @@ rules and approvals before the handler runs. The named datasets (the agency's on
 row-level security) are written as CSV files to a folder of this call and given to the script
 read-only as /data/<name>.csv. A table the script leaves in ``result`` becomes a table artefact
 (datasets.models.DatasetResult, as execute_sql's: first rows inline, all of it downloadable);
-every refusal or overrun is a structured tool error, and the run goes on. The script's CPU seconds
-are in the call's recorded output (or its error's details).
+the figures it leaves open come back as PNG chart artefacts (datasets/charts.py: the model is
+told their ids); every refusal or overrun is a structured tool error, and the run goes on. The
+script's CPU seconds are in the call's recorded output (or its error's details).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 
-from datasets import crm_source, engine, selectors, services
+from datasets import charts, crm_source, engine, selectors, services
 from datasets.models import Dataset, DatasetSource
 from tools import sandbox
 from tools.handlers import ToolContext, ToolError
@@ -83,13 +84,31 @@ def execute_python(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     output: dict[str, Any] = {
         "stdout": result.stdout,
         "stdout_truncated": result.stdout_truncated,
-        "charts": len(result.charts),
         **spent,
     }
+    output |= _charts(ctx, result.charts)
     if result.value is not None:
         output["value"] = result.value
     if result.table is not None:
         output |= _table(ctx, code, result.table)
+    return output
+
+
+def _charts(ctx: ToolContext, pngs: list[bytes]) -> dict[str, Any]:
+    """The charts kept as artefacts of the call: the model gets their ids, not their bytes."""
+    kept = charts.charts_keep(
+        agency_id=ctx.agency_id,
+        execution_id=ctx.execution_id,
+        tool_call_id=ctx.tool_call_id,
+        tool_name="execute_python",
+        charts=pngs,
+    )
+    output: dict[str, Any] = {"charts": len(kept.ids)}
+    if kept.ids:
+        output["chart_ids"] = kept.ids
+        output["charts_shown"] = "on the run page, under Charts"
+    if kept.dropped:
+        output["charts_dropped"] = kept.dropped
     return output
 
 

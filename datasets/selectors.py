@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 
 from core.models import Agency
 from core.selectors import access_object
-from datasets.models import Dataset, DatasetResult
+from datasets.models import Dataset, DatasetChart, DatasetResult
 
 # Everything but the bytes: lists and schemas never read a dataset's rows.
 LIST_FIELDS = (
@@ -49,3 +49,17 @@ def access_result(*, agency: Agency | None, id: uuid.UUID | str) -> DatasetResul
 
 def results_of_run(*, execution_id: uuid.UUID) -> QuerySet[DatasetResult]:
     return DatasetResult.objects.filter(execution_id=execution_id).defer("csv")
+
+
+def charts_of_run(*, execution_id: uuid.UUID) -> QuerySet[DatasetChart]:
+    """A run's charts, without their bytes (the run page links each image)."""
+    return (
+        DatasetChart.objects.filter(execution_id=execution_id)
+        .defer("png")
+        .order_by("created_at", "position")
+    )
+
+
+def chart_of_run(*, execution_id: uuid.UUID, chart_id: uuid.UUID) -> DatasetChart | None:
+    """One chart of the run with its bytes (under the caller's agency: another's is None)."""
+    return DatasetChart.objects.filter(execution_id=execution_id, pk=chart_id).first()

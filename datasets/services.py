@@ -1,6 +1,7 @@
 """The datasets' writers: an upload, a CRM query registered as a dataset, the descriptions staff
-edit, a deletion, and the table result of a tool call. A bad file or query is a 400 naming the
-fault, and nothing is written (the file is read and its schema inferred before the row is).
+edit, a deletion, and the table result and charts of a tool call. A bad file or query is a 400
+naming the fault, and nothing is written (the file is read and its schema inferred before the row
+is).
 
 Preconditions for every service: in the dataset's agency context (row-level security)."""
 
@@ -15,7 +16,14 @@ from django.db import IntegrityError, transaction
 from core.exceptions import ApplicationError
 from core.models import Agency, User
 from datasets import crm_source, ingest
-from datasets.models import DATASET_NAME_REGEX, Dataset, DatasetFormat, DatasetResult, DatasetSource
+from datasets.models import (
+    DATASET_NAME_REGEX,
+    Dataset,
+    DatasetChart,
+    DatasetFormat,
+    DatasetResult,
+    DatasetSource,
+)
 
 _NAME_HELP = "lower case letters, digits and _, starting with a letter, at most 63 characters"
 
@@ -180,4 +188,30 @@ def result_record(
         row_count=row_count,
         truncated=truncated,
         csv=csv,
+    )
+
+
+def chart_record(
+    *,
+    agency_id: uuid.UUID,
+    execution_id: uuid.UUID,
+    tool_call_id: str,
+    tool_name: str,
+    position: int,
+    width: int,
+    height: int,
+    png: bytes,
+) -> DatasetChart:
+    """A chart artefact of a tool call (a PNG datasets.charts checked); inside the tool call's
+    transaction, like a table result."""
+    return DatasetChart.objects.create(
+        agency_id=agency_id,
+        execution_id=execution_id,
+        tool_call_id=tool_call_id[:200],
+        tool_name=tool_name,
+        position=position,
+        width=width,
+        height=height,
+        size_bytes=len(png),
+        png=png,
     )

@@ -710,6 +710,8 @@ AGENTDESK_DATASET_QUERY_TIMEOUT_SECONDS = env.float(
 AGENTDESK_DATASET_RESULT_MAX_ROWS = env.int("AGENTDESK_DATASET_RESULT_MAX_ROWS", default=10_000)
 AGENTDESK_DATASET_INLINE_ROWS = env.int("AGENTDESK_DATASET_INLINE_ROWS", default=20)
 AGENTDESK_DATASET_MEMORY_LIMIT_MB = env.int("AGENTDESK_DATASET_MEMORY_LIMIT_MB", default=256)
+# execute_python's charts (matplotlib PNGs) kept with the run: one larger than this is dropped.
+AGENTDESK_DATASET_CHART_MAX_BYTES = env.int("AGENTDESK_DATASET_CHART_MAX_BYTES", default=2_000_000)
 # execute_python's sandbox (tools/sandbox/, README "Python sandbox"): "bubblewrap" on this
 # machine, or "kubernetes" (a Job per script: manifests built, submitting not yet); its limits.
 AGENTDESK_SANDBOX_EXECUTOR = env.str("AGENTDESK_SANDBOX_EXECUTOR", default="bubblewrap")

@@ -51,7 +51,11 @@ from tests.crm.factories import (
     NoteFactory,
     TaskFactory,
 )
-from tests.datasets.factories import AnalysisDatasetFactory, DatasetResultFactory
+from tests.datasets.factories import (
+    AnalysisDatasetFactory,
+    DatasetChartFactory,
+    DatasetResultFactory,
+)
 from tests.evals.factories import ExperimentFactory, TestCaseFactory
 from tests.factories import AgencyFactory, MembershipFactory, SiteFactory
 from tests.flow.factories import (
@@ -188,9 +192,10 @@ def populate(agency: Agency) -> Agent:
         assert second is not None
         Canary.objects.create(agency=agency, agent=agent, candidate=first, stable=second)
         EvaluationBudget.objects.create(agency=agency)
-    # Issue 30: a dataset (its bytes in its row) and a table result of the run.
+    # Issue 30: a dataset (its bytes in its row), a table result and a chart of the run.
     AnalysisDatasetFactory.create(agency=agency, data=b"PAR1")
     DatasetResultFactory.create(execution=run)
+    DatasetChartFactory.create(execution=run)
     return agent
 
 
