@@ -12,7 +12,7 @@ WORKDIR /app
 COPY pyproject.toml constraints.txt ./
 COPY . .
 # uv, not pip: pyproject's exclude-dependencies keeps PyTorch out (docs/decisions/0006).
-RUN pip install "uv>=0.10" && uv pip install --system --compile-bytecode -c constraints.txt . \
+RUN pip install "uv>=0.10" && uv pip install --system --compile-bytecode -c constraints.txt ".[kubernetes]" \
     && python -m compileall -q . \
     && groupadd --system --gid 10001 agentdesk \
     && useradd --system --uid 10001 --gid 10001 --home-dir /app --no-create-home agentdesk \

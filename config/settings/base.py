@@ -723,7 +723,10 @@ AGENTDESK_SANDBOX_STDOUT_KB = env.int("AGENTDESK_SANDBOX_STDOUT_KB", default=64)
 AGENTDESK_SANDBOX_SCRATCH_MB = env.int("AGENTDESK_SANDBOX_SCRATCH_MB", default=64)
 AGENTDESK_SANDBOX_K8S_NAMESPACE = env.str("AGENTDESK_SANDBOX_K8S_NAMESPACE", default="agentdesk")
 AGENTDESK_SANDBOX_K8S_IMAGE = env.str("AGENTDESK_SANDBOX_K8S_IMAGE", default="agentdesk:latest")
-AGENTDESK_SANDBOX_K8S_DATA_CLAIM = env.str("AGENTDESK_SANDBOX_K8S_DATA_CLAIM", default="")
+# The Job executor's credentials: empty, the worker's in-cluster service account; else a kubeconfig.
+AGENTDESK_SANDBOX_K8S_KUBECONFIG = env.str("AGENTDESK_SANDBOX_K8S_KUBECONFIG", default="")
+# Added to the wall limit for the Job's deadline: a sandbox pod's scheduling and start.
+AGENTDESK_SANDBOX_K8S_START_SECONDS = env.float("AGENTDESK_SANDBOX_K8S_START_SECONDS", default=30.0)
 
 # --- Embeddings (memory/embeddings/, docs/decisions/0006-local-embeddings.md) --------------------
 # The size of the memory and episode embedding columns: every model an agency may choose must

@@ -1,6 +1,6 @@
 """execute_python's sandbox: an interface (``base``), the AST policy in front (``policy``), the
-bubblewrap executor (``bubblewrap``) and the Kubernetes Job executor (``kubernetes``, manifests
-only). README "Python sandbox". Nothing here imports pandas: only the sandboxed child does."""
+bubblewrap executor (``bubblewrap``) and the Kubernetes Job executor (``kubernetes``). README
+"Python sandbox". Nothing here imports pandas: only the sandboxed child does."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def executor() -> Executor:
             limits=limits(),
             namespace=settings.AGENTDESK_SANDBOX_K8S_NAMESPACE,
             image=settings.AGENTDESK_SANDBOX_K8S_IMAGE,
-            data_claim=settings.AGENTDESK_SANDBOX_K8S_DATA_CLAIM,
+            kubeconfig=settings.AGENTDESK_SANDBOX_K8S_KUBECONFIG,
+            start_seconds=settings.AGENTDESK_SANDBOX_K8S_START_SECONDS,
         )
     raise SandboxError(f"AGENTDESK_SANDBOX_EXECUTOR is {kind!r}: use bubblewrap or kubernetes")

@@ -12,7 +12,6 @@ takes everything in it along).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import json
@@ -37,9 +36,9 @@ from tools.sandbox.base import (
     SandboxRequest,
     SandboxResult,
     Status,
-    Table,
 )
 from tools.sandbox.policy import PolicyViolation, enforce
+from tools.sandbox.report import from_report
 
 RUNNER = Path(__file__).with_name("runner.py")
 RUNNER_IN_SANDBOX = "/sandbox/runner.py"
@@ -321,26 +320,4 @@ class _Run:
         except ValueError:
             error = f"the sandbox ended without a result (exit status {code})"
             return SandboxResult(status="crashed", error=error, **common)
-        common["cpu_seconds"] = round(max(cpu, float(report.get("cpu_seconds", 0.0))), 3)
-        table = report.get("table")
-        status: Status = "ok"
-        if report.get("memory"):
-            status = "memory_limit"
-            report["error"] += f" (memory limit: {limits.memory_mb} MB)"
-        elif report.get("error"):
-            status = "error"
-        return SandboxResult(
-            status=status,
-            error=report.get("error", ""),
-            table=Table(
-                columns=table["columns"],
-                rows=table["rows"],
-                row_count=table["row_count"],
-                truncated=table["row_count"] > len(table["rows"]),
-            )
-            if table
-            else None,
-            value=report.get("value"),
-            charts=[base64.b64decode(c) for c in report.get("charts", [])],
-            **common,
-        )
+        return from_report(report, limits=limits, **common)

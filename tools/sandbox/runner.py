@@ -86,6 +86,31 @@ def _charts(max_charts: int) -> list[str]:
     return charts
 
 
+class _CappedLog(io.TextIOBase):
+    """A pod's stdout and stderr (its log, read back whole): the first ``cap`` characters are
+    written, the rest counted; far past it the script is only printing and is stopped with an
+    ``output_limit`` report, as bubblewrap's executor stops it."""
+
+    def __init__(self, stream: Any, cap: int, report: Any) -> None:
+        self.stream, self.cap, self.seen, self.report = stream, cap, 0, report
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        room = self.cap - self.seen
+        self.seen += len(text)
+        if room > 0:
+            self.stream.write(text[:room])
+        if self.seen > 10 * self.cap:
+            self.report({"error": "", "memory": False, "output_limit": True})
+            os._exit(1)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
 def _error(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<script>"]
     where = "".join(traceback.format_list(frames[-3:]))
@@ -104,6 +129,16 @@ def main() -> None:
     _drop_root(job["uid"], job["gid"])
     limits = job["limits"]
     _limit(limits)
+    log = None
+    if "result_fd" not in job:  # a pod: its stdout and stderr are its log, and carry the result
+        real = sys.stdout
+
+        def report_now(report: dict[str, Any]) -> None:
+            real.write(f"\n{job['result_marker']}\n{json.dumps(report)}\n")
+            real.flush()
+
+        log = _CappedLog(real, int(limits["stdout_bytes"]), report_now)
+        sys.stdout = sys.stderr = log
     namespace: dict[str, Any] = {"__name__": "__main__"}
     runner = os.getpid()
     report: dict[str, Any] = {"error": "", "memory": False}
@@ -134,8 +169,9 @@ def main() -> None:
         with os.fdopen(job["result_fd"], "w") as out:
             json.dump(report, out)
     else:  # a pod has only its log: the result follows a marker (a forgery spoils only its own)
-        sys.stdout.write(f"\n{job['result_marker']}\n{json.dumps(report)}\n")
-        sys.stdout.flush()
+        assert log is not None  # set above in this mode
+        report["stdout_seen"] = log.seen
+        log.report(report)
 
 
 if __name__ == "__main__":
