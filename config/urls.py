@@ -21,6 +21,7 @@ urlpatterns = [
     path("live/", include("live.urls")),
     path("approvals/", include("approvals.inbox.urls")),  # the approvers' inbox
     path("invitations/", include("members.urls")),  # an invitee's link (no login)
+    path("sso/", include("sso.urls")),  # an agency's OpenID Connect sign-in (no login)
     # The admin index, where an approver is sent on to the inbox (ahead of the admin's own).
     path("admin/", admin.site.admin_view(admin_index), name="admin-index-landing"),
     path("admin/", admin.site.urls),

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "webhooks",  # inbound signed webhooks that start agent runs
     "evals",  # test cases, datasets and experiments (README "Evaluations")
     "datasets",  # agencies' data files and the guarded SQL tools over them (README "Datasets")
+    "sso",  # OpenID Connect sign-in per agency (README "Single sign-on")
     "audit",  # who did what: the hash-chained audit log (README "Audit log")
     "protocols",  # agents as MCP tools and A2A agents (README "Agents as MCP tools")
     "channels",
@@ -111,7 +112,10 @@ MIDDLEWARE = [
 # checked), then the users' own passwords.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Passwords, refused for members of an agency that signs in through its provider only.
+    "sso.backends.PasswordBackend",
+    # An agency's OpenID Connect provider (sso/): only the SSO callback passes its credentials.
+    "sso.backends.AgencyOIDCBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -577,6 +581,12 @@ AGENTDESK_LLM_MAX_RETRIES = env.int("AGENTDESK_LLM_MAX_RETRIES", default=2)
 # operator's model servers (e.g. an Ollama at 10.0.0.5 -> "10.0.0.5/32"). Empty: public only
 # (agents/llm/endpoints.py). Cloud metadata addresses are refused regardless.
 AGENTDESK_LLM_PRIVATE_NETWORKS = env.list("AGENTDESK_LLM_PRIVATE_NETWORKS", default=[])
+# Single sign-on (sso/, README "Single sign-on"): networks (CIDR) an agency's OpenID Connect
+# issuer may be at although they are not public (an in-house Keycloak at 10.0.0.7 ->
+# "10.0.0.7/32"; plain http is accepted only there). Empty: public https issuers only. Cloud
+# metadata addresses are refused regardless. The time limit of each call to the issuer.
+AGENTDESK_SSO_PRIVATE_NETWORKS = env.list("AGENTDESK_SSO_PRIVATE_NETWORKS", default=[])
+AGENTDESK_SSO_TIMEOUT_SECONDS = env.float("AGENTDESK_SSO_TIMEOUT_SECONDS", default=10.0)
 # Single non-public servers an agency's endpoint may be at, as address:port ("127.0.0.1:8765"):
 # that port of that address only. `manage.py up` adds its demo model's here for its children.
 AGENTDESK_LLM_PRIVATE_ENDPOINTS = env.list("AGENTDESK_LLM_PRIVATE_ENDPOINTS", default=[])

@@ -58,3 +58,5 @@ WHITENOISE_AUTOREFRESH = True
 DEBUG = False
 # The fake provider server listens on loopback: agencies' endpoints may point at it.
 AGENTDESK_LLM_PRIVATE_NETWORKS = ["127.0.0.0/8"]
+# The OpenID Connect provider the single sign-on tests run (tests/sso/provider/) too.
+AGENTDESK_SSO_PRIVATE_NETWORKS = ["127.0.0.0/8"]

@@ -1,0 +1,40 @@
+"""Setting up an agency's single sign-on in tests."""
+
+from __future__ import annotations
+
+import uuid
+
+from core import tenancy
+from core.models import Agency, Role
+from sso.models import SsoProvider
+from tests.factories import AgencyFactory
+
+
+def agency_with_sso(
+    *,
+    issuer: str,
+    client_id: str,
+    client_secret: str,
+    domains: list[str],
+    role: str = Role.VIEWER,
+    name: str = "Agency",
+    password_login_allowed: bool = True,
+) -> tuple[Agency, SsoProvider]:
+    """A new agency whose enabled provider is ``issuer`` (sign-in name: the agency's slug)."""
+    slug = f"{name.lower().replace(' ', '-')}-{uuid.uuid4().hex[:6]}"
+    agency = AgencyFactory.create(name=name, slug=slug)
+    with tenancy.agency_context(agency.id):
+        provider = SsoProvider(
+            agency=agency,
+            slug=slug,
+            display_name=f"{name} Login",
+            issuer=issuer,
+            client_id=client_id,
+            allowed_domains=domains,
+            new_member_role=role,
+            is_enabled=True,
+            password_login_allowed=password_login_allowed,
+        )
+        provider.set_client_secret(client_secret)
+        provider.save()
+    return agency, provider
