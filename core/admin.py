@@ -54,6 +54,7 @@ class AgencyAdmin(NotFoundIs404Mixin, ModelAdmin):
                     "execution_retention_days",
                     "event_retention_days",
                     "trigger_log_retention_days",
+                    "dataset_retention_days",
                 ],
                 "description": (
                     "Days to keep each kind of row; an hourly job deletes older ones. Empty "

@@ -372,6 +372,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "webhooks.purge_past_retention",
         "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
+    "purge-datasets-past-retention": {
+        "task": "datasets.purge_past_retention",
+        "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
+    },
     # Audit entries past each agency's audit_retention_days (audit/retention.py).
     "purge-audit-past-retention": {
         "task": "audit.purge_past_retention",

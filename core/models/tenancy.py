@@ -94,6 +94,14 @@ class Agency(models.Model):
         help_text="Audit log entries older than this are deleted (the chain stays verifiable "
         "from the last one deleted). Empty: keep forever.",
     )
+    dataset_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="Uploaded analysis datasets (their rows) are deleted this many days after "
+        "their upload; CRM queries hold no rows and are kept. Table results and charts go "
+        "with their runs. Empty: keep datasets until staff delete them.",
+    )
     # The model that embeds this agency's memories and episodes (memory.embeddings). Searches
     # compare only vectors of the current model: after a change, `manage.py reembed_memories`.
     embedding_provider = models.CharField(
