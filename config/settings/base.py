@@ -742,6 +742,14 @@ AGENTDESK_SANDBOX_K8S_KUBECONFIG = env.str("AGENTDESK_SANDBOX_K8S_KUBECONFIG", d
 # Added to the wall limit for the Job's deadline: a sandbox pod's scheduling and start.
 AGENTDESK_SANDBOX_K8S_START_SECONDS = env.float("AGENTDESK_SANDBOX_K8S_START_SECONDS", default=30.0)
 
+# --- A2A (protocols/a2a/, README "A2A") -----------------------------------------------------------
+# A message (and a cancel) waits at most this long for its task to settle before it answers with
+# the task as it stands (the client then polls GetTask); a stream follows a task up to the other.
+AGENTDESK_A2A_WAIT_SECONDS = env.float("AGENTDESK_A2A_WAIT_SECONDS", default=30.0)
+AGENTDESK_A2A_STREAM_SECONDS = env.float("AGENTDESK_A2A_STREAM_SECONDS", default=600.0)
+# A JSON-RPC request's body is refused past this size (a run's input is at most 20,000 chars).
+AGENTDESK_A2A_MAX_BODY_BYTES = env.int("AGENTDESK_A2A_MAX_BODY_BYTES", default=1_000_000)
+
 # --- Embeddings (memory/embeddings/, docs/decisions/0006-local-embeddings.md) --------------------
 # The size of the memory and episode embedding columns: every model an agency may choose must
 # return vectors of this size (the local all-MiniLM-L6-v2 does; OpenAI's text-embedding-3 models
