@@ -169,7 +169,7 @@ def a2a_app() -> Starlette:
     )
 
 
-def with_a2a(app: ASGIApp) -> ASGIApp:
+def with_a2a(app: Any) -> ASGIApp:
     """``app`` (Django's), with HTTP requests under ``/a2a/`` sent to the A2A endpoints."""
     a2a = BodyLimit(a2a_app())
 
