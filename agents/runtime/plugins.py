@@ -37,189 +37,51 @@ wins and the plugins after it are not asked. A run whose cancel came first is ca
 
 from __future__ import annotations
 
-import datetime
 import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Self, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from agents.llm import Completion, Message, MessageDict, ToolCall
-from agents.models import Agent, Execution, ExecutionStatus
-from core import fastdb
+from agents.llm import Completion, Message, ToolCall
+from agents.models import Execution
+from agents.runtime.hook_types import (
+    Consult,
+    Consulted,
+    Finish,
+    ModelCall,
+    Park,
+    RunSetup,
+    StepWriter,
+    Verdict,
+)
+from agents.runtime.run_view import RunView
 
 if TYPE_CHECKING:
-    from django.db.models import Model
-
     from agents.runtime.context import ConfigSnapshot
     from agents.runtime.store import StepTransaction
     from tools.calls import ToolOutcome
-    from tools.policy import ToolPolicy
-    from usage.pricing import Price
 
-
-class StepWriter(Protocol):
-    """What a hook may do with the step's transaction: add rows to its one statement."""
-
-    @property
-    def execution(self) -> Execution: ...
-
-    def defer_insert(self, obj: Model) -> None: ...
-
-    def defer_row(self, parts: fastdb.Parts) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Park:
-    """The run waits (no worker held) until something resumes it. ``write`` runs inside the
-    park's transaction once the park is set on the execution (its status, ``wait_until``):
-    rows, a question, work sent after the commit; it may return the input request, which
-    then replaces ``input_request``."""
-
-    reason: str
-    input_request: Mapping[str, Any] | None = None
-    status: str = ExecutionStatus.WAITING_INPUT
-    wait_until: datetime.datetime | None = None
-    write: Callable[[StepWriter], Mapping[str, Any] | None] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """The run ends so; ``write`` adds what ends it to the same transaction (before the end
-    is recorded)."""
-
-    status: str
-    stop_reason: str
-    error: str = ""
-    error_details: dict[str, Any] | None = None
-    write: Callable[[StepWriter], None] | None = None
-
-
-type Verdict = Park | Finish
-
-
-@dataclass(frozen=True, slots=True)
-class Consulted:
-    """A plugin's :class:`Consult` decided: its ``reflect`` step's ``output_text`` and
-    ``llm_response`` (``record``; the call's usage is added), and a verdict (None: go on)."""
-
-    output_text: str
-    record: dict[str, Any]
-    verdict: Verdict | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Consult:
-    """A model call of a plugin's own, made by the kernel before the step's (``before_step``),
-    without tools: paid as any model call (limits, ``before_model_call``, budget, tokens and
-    cost on the run), not one of ``max_steps_per_run``. Its ``reflect`` step is written in one
-    transaction with ``decide(writer, completion, step_id)``'s rows and verdict."""
-
-    purpose: str  # in the run's error if the call fails: "understanding the request"
-    messages: Sequence[Message]
-    max_tokens: int  # at most the agent's
-    decide: Callable[[StepWriter, Completion, uuid.UUID], Consulted]
-
-
-@dataclass(slots=True)
-class RunSetup:
-    """A run's start being decided (its first claim, in its transaction and agency): what the
-    ``setup`` hooks may change before the system prompt is rendered."""
-
-    agent: Agent
-    execution: Execution
-    tools: list[ToolPolicy]  # a shared cached list: replace it, never change it in place
-    memories: list[str] = field(default_factory=list)
-    episodes: list[str] = field(default_factory=list)
-    conversation: list[MessageDict] = field(default_factory=list)
-    conversation_key: dict[str, str] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ModelCall:
-    """The model call about to be made: its price and estimated input (``summary``: it
-    summarises the run's history)."""
-
-    price: Price
-    input_tokens: int
-    summary: bool = False
-
-
-class _Kernel(Protocol):
-    """What the loop's run gives its view (agents/runtime/loop.py)."""
-
-    @property
-    def execution(self) -> Execution: ...
-
-    @property
-    def agent(self) -> Agent: ...
-
-    @property
-    def worker(self) -> str: ...
-
-    @property
-    def first_claim(self) -> bool: ...
-
-    @property
-    def snapshot(self) -> ConfigSnapshot: ...
-
-    @property
-    def tools(self) -> Mapping[str, ToolPolicy]: ...
-
-    def settle(self) -> None: ...
-
-    def cancel_requested(self) -> bool: ...
-
-
-class RunView:
-    """The run as plugins see it: read its execution, agent and snapshot; write only through
-    the hooks' :class:`StepWriter` and verdicts."""
-
-    __slots__ = ("_run", "tool_names")
-
-    def __init__(self, run: _Kernel) -> None:
-        self._run = run
-        self.tool_names: list[str] = sorted(run.tools)  # what the model may choose from
-
-    @property
-    def execution(self) -> Execution:
-        return self._run.execution
-
-    @property
-    def agent(self) -> Agent:
-        """The agent as the run's version configured it."""
-        return self._run.agent
-
-    @property
-    def snapshot(self) -> ConfigSnapshot:
-        return self._run.snapshot
-
-    @property
-    def worker(self) -> str:
-        return self._run.worker
-
-    @property
-    def first_claim(self) -> bool:
-        """This delivery started the run (else it resumes it)."""
-        return self._run.first_claim
-
-    def settle(self) -> None:
-        """Collect the last step's commit if still in flight: call it before a query made
-        outside a hook's transaction."""
-        self._run.settle()
-
-    def cancel_requested(self) -> bool:
-        return self._run.cancel_requested()
-
-    def grant_steps(self, writer: StepWriter, steps: int) -> None:
-        """``steps`` more model calls for this run, written with ``writer``'s step (kept by a
-        resumed run: the snapshot's ``max_steps_per_run``)."""
-        snapshot = self._run.snapshot
-        snapshot["max_steps_per_run"] = int(snapshot["max_steps_per_run"]) + steps
-        cast("StepTransaction", writer).changed.add("config_snapshot")
+# The port's names, for plugin authors: one import (``from agents.runtime.plugins import ...``).
+__all__ = [
+    "Consult",
+    "Consulted",
+    "Finish",
+    "ModelCall",
+    "Park",
+    "Plugins",
+    "RunHooks",
+    "RunPlugin",
+    "RunSetup",
+    "RunView",
+    "StepWriter",
+    "Verdict",
+    "apply_in_step",
+    "plugins",
+]
 
 
 class RunPlugin:
