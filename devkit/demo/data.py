@@ -118,14 +118,21 @@ AGENTS: list[AgentSpec] = [
     _agent(
         "data-analyst",
         "analyst",
-        "Data analyst: answers questions about the agency's datasets with SQL. It states how it "
-        "understands a request before acting, and asks which measure or period is meant when "
-        'the request leaves it open ("Who are our best customers?").',
+        "Data analyst: answers questions about the agency's datasets with SQL and a chart. It "
+        "states how it understands a request before acting, and asks which measure or period is "
+        'meant when the request leaves it open ("Who are our best customers?").',
         name="Data Analyst",
         system_prompt="Answer questions about the agency's datasets: list them, read the schema "
-        "of the one the question is about, and query it with execute_sql (one SELECT). Answer "
-        "with the figures, and say which column you ranked or summed by.",
-        allowed_tools=["list_datasets", "get_dataset_schema", "execute_sql", "execute_query_plan"],
+        "of the one the question is about, and query it with execute_sql (one SELECT); draw "
+        "the answer's figures as a chart with execute_python (matplotlib). Answer with the "
+        "figures, and say which column you ranked or summed by.",
+        allowed_tools=[
+            "list_datasets",
+            "get_dataset_schema",
+            "execute_sql",
+            "execute_query_plan",
+            "execute_python",
+        ],
         understanding_enabled=True,
     ),
     _agent(

@@ -1,7 +1,8 @@
 """The data analyst's play over the agency's datasets (datasets/: ``list_datasets``,
-``get_dataset_schema``, ``execute_sql``): the datasets, the first one's schema, then one query
-ranking its rows by the measure asked for (a person's answer to the understanding's question
-says which: lead score, deals won or deal value), and the top rows in words."""
+``get_dataset_schema``, ``execute_sql``, ``execute_python``): the datasets, the first one's
+schema, then one query ranking its rows by the measure asked for (a person's answer to the
+understanding's question says which: lead score, deals won or deal value), a bar chart of the
+top rows when it may run Python, and the top rows in words."""
 
 from __future__ import annotations
 
@@ -68,6 +69,31 @@ def _query(s: Situation) -> Action | None:
     return Action("execute_sql", {"sql": sql}, f"Now the top five by {measure}. ")
 
 
+def _chart(s: Situation) -> Action | None:
+    """The same top five as a bar chart (execute_python, matplotlib): a chart artefact."""
+    dataset, columns = _dataset(s), _columns(s)
+    if dataset is None or not columns or s.output("execute_sql") is None:
+        return None
+    measure, label = _measure(s), columns[0]
+    code = (
+        "import pandas as pd\n"
+        "import matplotlib.pyplot as plt\n\n"
+        f"df = pd.read_csv('/data/{dataset['name']}.csv')\n"
+        f"top = df.sort_values('{measure}', ascending=False).head(5)\n"
+        "fig, ax = plt.subplots(figsize=(7, 3.2))\n"
+        f"ax.barh(top['{label}'], top['{measure}'], color='#4f46e5')\n"
+        "ax.invert_yaxis()\n"
+        f"ax.set_xlabel('{measure}')\n"
+        f"ax.set_title('Top 5 by {measure}')\n"
+        "fig.tight_layout()\n"
+    )
+    return Action(
+        "execute_python",
+        {"code": code, "datasets": [dataset["name"]]},
+        "And a bar chart of them for the run page. ",
+    )
+
+
 def _summary(s: Situation) -> str:
     result = s.output("execute_sql") or {}
     rows = result.get("rows") or []
@@ -79,11 +105,16 @@ def _summary(s: Situation) -> str:
         ", ".join(f"{value}" for value in (row.values() if isinstance(row, dict) else row))
         for row in rows[:5]
     ]
+    drawn = (s.output("execute_python") or {}).get("charts")
     return (
         f"(demo model: scripted, no AI) The top {len(lines)} by {measure}: "
         + "; ".join(lines)
-        + ". The whole table is on the run page."
+        + (
+            ". The whole table and a bar chart are on the run page."
+            if drawn
+            else ". The whole table is on the run page."
+        )
     )
 
 
-DATASET_ANALYST = Play("dataset_analyst", (_list, _schema, _query), _summary)
+DATASET_ANALYST = Play("dataset_analyst", (_list, _schema, _query, _chart), _summary)
