@@ -9,3 +9,5 @@ class AuditConfig(AppConfig):
     def ready(self) -> None:
         # The audited models' signal receivers, the login receivers and the retention task.
         from audit import receivers, retention  # noqa: F401, PLC0415
+
+        receivers.connect()

@@ -29,9 +29,13 @@ def jsonable(value: Any) -> Any:  # noqa: PLR0911 - one return per kind of value
         return {str(key).replace("\x00", ""): jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [jsonable(item) for item in value]
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        return value.astimezone(datetime.UTC).isoformat()
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
         return value.isoformat()
-    if isinstance(value, decimal.Decimal | uuid.UUID | datetime.timedelta):
+    if isinstance(value, decimal.Decimal):
+        return format(value.normalize(), "f")  # 0.70 and 0.7 alike
+    if isinstance(value, uuid.UUID | datetime.timedelta):
         return str(value)
     if isinstance(value, bytes | memoryview):
         return REDACTED  # binary columns (files, encrypted blobs) are never copied here

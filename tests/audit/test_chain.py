@@ -7,7 +7,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
 from audit.context import Actor, actor_context
@@ -45,13 +45,12 @@ def _verify(*args: str) -> tuple[int, str]:
 def test_entries_chain_each_hash_to_the_one_before() -> None:
     agency = AgencyFactory.create()
     first, second, third = _record(agency)
-    assert [first.seq, second.seq, third.seq] == [1, 2, 3]
-    assert first.prev_hash == ""
+    assert [second.seq, third.seq] == [first.seq + 1, first.seq + 2]
     assert (second.prev_hash, third.prev_hash) == (first.hash, second.hash)
     assert first.actor_type == ActorType.SYSTEM  # no request: the system acted
     with tenancy.agency_context(agency.pk):
         chain = AuditChain.objects.get(agency=agency)
-    assert (chain.head_seq, chain.head_hash) == (3, third.hash)
+    assert (chain.head_seq, chain.head_hash) == (third.seq, third.hash)
     assert _verify("--agency", str(agency.pk))[0] == 0
 
 
@@ -60,10 +59,11 @@ def test_another_agency_sees_none_of_the_entries() -> None:
     _record(a, 2)
     audit_record(action="auth.login", agency_id=None)  # the platform chain
     with tenancy.agency_context(b.pk):
-        assert AuditEntry.objects.count() == 0
-        assert AuditChain.objects.count() == 0
+        assert {e.agency_id for e in AuditEntry.objects.all()} == {b.pk}  # its agency.created
+        assert {c.agency_id for c in AuditChain.objects.all()} == {b.pk}
     with tenancy.agency_context(a.pk):
-        assert AuditEntry.objects.count() == 2  # not the platform's entry
+        assert AuditEntry.objects.filter(action="test.thing_changed").count() == 2
+        assert not AuditEntry.objects.filter(agency__isnull=True).exists()
     with connection.cursor() as cursor:  # no tenant at all: nothing
         cursor.execute("SELECT count(*) FROM audit_auditentry")
         assert cursor.fetchone() == (0,)
@@ -100,3 +100,20 @@ def test_the_actor_is_the_one_in_context() -> None:
     with actor_context(actor):
         entry = audit_record(action="x.y", agency_id=agency.pk)
     assert (entry.actor_user_id, entry.actor_display, entry.ip) == (7, "ann", "192.0.2.1")
+
+
+def test_deleting_the_agency_deletes_its_entries_and_records_it_on_the_platform_chain() -> None:
+    from core.services import agency_delete
+
+    agency = AgencyFactory.create()
+    agency_id = agency.pk
+    _record(agency, 2)
+    with transaction.atomic():
+        agency_delete(agency=agency)
+    with tenancy.platform_context():
+        assert not AuditEntry.objects.filter(agency_id=agency_id).exists()
+        assert not AuditChain.objects.filter(agency_id=agency_id).exists()
+        deleted = AuditEntry.objects.get(
+            agency__isnull=True, action="agency.deleted", object_id=str(agency_id)
+        )
+    assert deleted.object_id == str(agency_id)
