@@ -354,6 +354,8 @@ def test_bad_requests_are_json_rpc_errors_and_start_nothing(
     too_long = send({"text": "x" * 20_001})
     assert too_long["code"] == -32602
     assert "longer than 20000" in too_long["message"]
+    huge = send({"text": "x" * 1_000_001})  # past AGENTDESK_A2A_MAX_BODY_BYTES: never parsed
+    assert (huge["code"], huge["message"]) == (-32600, "Payload too large")
     missing = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {}}
     assert _rpc(server, agent.id, key, missing).json()["error"]["code"] == -32602
     unauthenticated = _rpc(server, agent.id, None, unknown)
