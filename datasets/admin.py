@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from unfold.decorators import action
 from unfold.widgets import UnfoldAdminFileFieldWidget, UnfoldAdminTextareaWidget
 
 from agents.admin import panels
@@ -24,7 +26,7 @@ from agents.models import Execution
 from core.admin_empty import EmptyState
 from core.admin_scoping import AgencyScopedAdmin, ReadOnlyAdminMixin
 from core.exceptions import ApplicationError
-from datasets import chart_admin, ingest, selectors, services
+from datasets import chart_admin, crm_admin, ingest, selectors, services
 from datasets.models import Dataset, DatasetResult
 
 _ = chart_admin  # the run page's Charts panel and its images' URL register on import
@@ -96,15 +98,36 @@ class DatasetAdmin(AgencyScopedAdmin):
     list_display = ["name", "title", "source", "file_format", "row_count", "size_bytes"]
     search_fields = ["name", "title", "description"]
     readonly_fields = ["source", "file_format", "original_name", "size_bytes", "row_count",
-                       "schema"]  # fmt: skip
+                       "crm_query", "schema"]  # fmt: skip
+    actions_list = ["register_crm_query"]
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).defer("data")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
+            if _crm_query_add(request):
+                return crm_admin.CRM_FIELDS
             return ["name", "title", "description", "file"]
         return ["name", "title", "description", "column_descriptions", *self.readonly_fields]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        if obj is None and _crm_query_add(request):
+            kwargs["form"] = crm_admin.CrmQueryDatasetForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    @action(description="Register a CRM query", icon="filter_alt", permissions=["add"])
+    def register_crm_query(self, request: HttpRequest) -> HttpResponse:
+        add = reverse("admin:datasets_dataset_add")
+        return HttpResponseRedirect(f"{add}?{crm_admin.SOURCE_PARAMETER}=crm_query")
+
+    @admin.display(description="CRM query")
+    def crm_query(self, obj: Dataset) -> SafeString | str:
+        if not obj.query:
+            return EMPTY
+        return format_html("<code>{}</code>", json.dumps(obj.query, sort_keys=True))
 
     @admin.display(description="schema")
     def schema(self, obj: Dataset) -> SafeString | str:
@@ -129,6 +152,17 @@ class DatasetAdmin(AgencyScopedAdmin):
         )
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if isinstance(form, crm_admin.CrmQueryDatasetForm):
+            services.dataset_register_query(
+                agency=obj.agency,
+                name=obj.name,
+                query=form.query,
+                title=obj.title,
+                description=obj.description,
+                created_by=request.user if request.user.is_authenticated else None,
+                instance=obj,
+            )
+            return
         if change:
             services.dataset_update(
                 dataset=obj,
@@ -149,6 +183,10 @@ class DatasetAdmin(AgencyScopedAdmin):
             ingested=form.ingested,
             instance=obj,
         )
+
+
+def _crm_query_add(request: HttpRequest) -> bool:
+    return request.GET.get(crm_admin.SOURCE_PARAMETER) == "crm_query"
 
 
 def _download_url(result: DatasetResult) -> str:

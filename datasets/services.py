@@ -100,14 +100,17 @@ def dataset_register_query(
     title: str = "",
     description: str = "",
     created_by: User | None = None,
+    instance: Dataset | None = None,
 ) -> Dataset:
-    """A dataset over CRM entities; its schema is inferred from the query's rows now."""
+    """A dataset over CRM entities; its schema is inferred from the query's rows now.
+    ``instance``: the unsaved row to fill (the admin's)."""
     _check_name(name)
     checked = crm_source.validate_query(query)
     columns, row_count = ingest.describe(crm_source.table(name, checked, agency.id))
     return _create(
         agency,
         name,
+        instance,
         title=title[:200],
         description=description,
         source=DatasetSource.CRM_QUERY,

@@ -88,6 +88,17 @@ class CrmQueryBodySerializer(StrictSerializer):
         return found
 
 
+def as_data_query(query: dict[str, Any]) -> dict[str, Any]:
+    """A validated query's typed filters list as data_query's ``{field: {op: value}}``."""
+    filters: dict[str, dict[str, Any]] = {}
+    for item in query.get("filters") or []:
+        filters.setdefault(item["field"], {})[item["op"]] = item["value"]
+    converted = {"entity_type": query["entity_type"], "filters": filters}
+    if "fields" in query:
+        converted["fields"] = query["fields"]
+    return converted
+
+
 class CrmQuerySerializer(StrictSerializer):
     name = serializers.RegexField(DATASET_NAME_REGEX, help_text="The SQL table name.")
     query = CrmQueryBodySerializer()

@@ -40,17 +40,6 @@ def _user(view: TenantScopedView) -> Any:
     return User.objects.filter(pk=user_id).first() if user_id is not None else None
 
 
-def _data_query(query: dict[str, Any]) -> dict[str, Any]:
-    """The API's typed filters list as data_query's ``{field: {op: value}}``."""
-    filters: dict[str, dict[str, Any]] = {}
-    for item in query.get("filters") or []:
-        filters.setdefault(item["field"], {})[item["op"]] = item["value"]
-    converted = {"entity_type": query["entity_type"], "filters": filters}
-    if "fields" in query:
-        converted["fields"] = query["fields"]
-    return converted
-
-
 @extend_schema_view(
     list=extend_schema(operation_id="analysis_datasets_list", summary="The agency's datasets"),
     retrieve=extend_schema(
@@ -116,7 +105,7 @@ class AnalysisDatasetViewSet(
         dataset = services.dataset_register_query(
             agency=_agency(self),
             name=data["name"],
-            query=_data_query(data["query"]),
+            query=s.as_data_query(data["query"]),
             title=data.get("title", ""),
             description=data.get("description", ""),
             created_by=_user(self),

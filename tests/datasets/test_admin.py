@@ -12,10 +12,12 @@ from django.test import Client
 
 from core import tenancy
 from core.models import Agency, Role, User
+from crm.models import ContactStatus
 from datasets.models import Dataset
 from tests.admin.conftest import member
 from tests.admin.helpers import admin_url
-from tests.datasets.factories import DatasetResultFactory
+from tests.crm.factories import ContactFactory
+from tests.datasets.factories import AnalysisDatasetFactory, DatasetResultFactory
 from tests.datasets.files import SALES_XLSX_ROWS, xlsx
 
 pytestmark = pytest.mark.django_db
@@ -97,3 +99,88 @@ def test_the_run_page_shows_its_table_results_with_a_download(
     assert download.status_code == 200
     assert download.content == b"region\nnorth\nsouth\n"
     assert stranger.get(f"/admin/datasets/datasetresult/{result.pk}/download/").status_code == 404
+
+
+# --- A CRM query registered in the admin ------------------------------------------------------
+
+
+def _crm_add_url() -> str:
+    return admin_url(Dataset, "add") + "?source=crm_query"
+
+
+def _crm_form(**changes: str) -> dict[str, str]:
+    return {
+        "name": "customers",
+        "title": "Customers",
+        "description": "Contacts who bought",
+        "entity_type": "contacts",
+        "filters": "status eq customer\n",
+        "crm_fields": "first_name, company",
+    } | changes
+
+
+def test_staff_register_a_crm_query_as_a_dataset_with_its_schema_inferred(
+    agency: Agency, staff_client: Client
+) -> None:
+    ContactFactory.create(agency=agency, status=ContactStatus.CUSTOMER, company="Acme")
+    ContactFactory.create(agency=agency, status=ContactStatus.CUSTOMER, company="Initech")
+    ContactFactory.create(agency=agency, status=ContactStatus.LEAD)
+    listing = staff_client.get(admin_url(Dataset, "changelist")).content.decode()
+    assert "Register a CRM query" in listing
+    form = staff_client.get(_crm_add_url()).content.decode()
+    assert 'name="entity_type"' in form
+    assert 'name="file"' not in form
+
+    added = staff_client.post(_crm_add_url(), _crm_form())
+
+    assert added.status_code == 302, added.content.decode()[:3000]
+    (dataset,) = _datasets(agency)
+    assert (dataset.source, dataset.file_format, dataset.title) == (
+        "crm_query",
+        "crm",
+        "Customers",
+    )
+    assert dataset.query == {
+        "entity_type": "contacts",
+        "filters": {"status": {"eq": "customer"}},
+        "fields": ["first_name", "company"],
+    }
+    assert [c["name"] for c in dataset.columns] == ["first_name", "company"]
+    assert dataset.row_count == 2
+    assert sorted(dataset.columns[1]["samples"]) == ["Acme", "Initech"]
+    page = staff_client.get(admin_url(Dataset, "change", dataset.pk)).content.decode()
+    assert "customer" in page  # its query, shown read-only
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"name": "Customers"}, "This value does not match the required pattern."),
+        ({"crm_fields": "first_name, password"}, "password not allowed"),
+        ({"filters": "status gt customer"}, "Operator &#x27;gt&#x27; is not allowed on status"),
+        ({"filters": "\nstatus wobbles customer"}, "Line 2: op: &quot;wobbles&quot; is not a"),
+        ({"filters": "status"}, "Line 1: write &#x27;field operator value&#x27;."),
+        ({"filters": "secret eq 1"}, "secret"),
+        ({"entity_type": "users"}, "Select a valid choice."),
+    ],
+)
+def test_a_crm_query_the_api_would_refuse_is_a_form_error_and_keeps_nothing(
+    agency: Agency, staff_client: Client, changes: dict[str, str], message: str
+) -> None:
+    page = staff_client.post(_crm_add_url(), _crm_form(**changes))
+
+    assert page.status_code == 200
+    assert message in page.content.decode()
+    assert _datasets(agency) == []
+
+
+def test_a_crm_query_under_a_name_in_use_is_a_form_error(
+    agency: Agency, staff_client: Client
+) -> None:
+    AnalysisDatasetFactory.create(agency=agency, name="customers")
+
+    page = staff_client.post(_crm_add_url(), _crm_form())
+
+    assert page.status_code == 200
+    assert "already exists" in page.content.decode()
+    assert [d.source for d in _datasets(agency)] == ["upload"]
