@@ -27,6 +27,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 from live.security import SameSiteOriginValidator  # noqa: E402
 from protocols.a2a.asgi import with_a2a  # noqa: E402
+from protocols.mcp.asgi import McpEndpoint  # noqa: E402
 from webhooks.asgi import WebhookBodyLimit  # noqa: E402
 
 # Each request and socket in a context of its own, never one inherited from the request before
@@ -37,7 +38,8 @@ application = IsolatedContext(
         {
             # Webhook bodies are cut off past their limit before Django reads them
             # (webhooks/asgi.py); /a2a/ goes to the A2A endpoints (protocols/a2a/asgi.py).
-            "http": with_a2a(WebhookBodyLimit(django_asgi_app)),
+            # /mcp is the MCP server (protocols/mcp/asgi.py).
+            "http": McpEndpoint(with_a2a(WebhookBodyLimit(django_asgi_app))),
             "websocket": SameSiteOriginValidator(
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
             ),

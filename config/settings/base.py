@@ -708,6 +708,9 @@ AGENTDESK_ENCRYPTION_KEYS = env.list("AGENTDESK_ENCRYPTION_KEYS", default=[])
 AGENTDESK_WEB_SEARCH_PROVIDER = env.str("AGENTDESK_WEB_SEARCH_PROVIDER", default="")
 # The most bytes one MCP call (discovery or tool call) may receive (tools/mcp/client.py).
 MCP_MAX_RESPONSE_BYTES = env.int("AGENTDESK_MCP_MAX_RESPONSE_BYTES", default=5_000_000)
+# AgentDesk's own MCP server (/mcp, protocols/mcp/): the longest a tool call waits for its run's
+# result before it answers with the execution's id and status (a call's wait_seconds is capped).
+AGENTDESK_MCP_WAIT_SECONDS = env.float("AGENTDESK_MCP_WAIT_SECONDS", default=30.0)
 
 # --- Datasets (datasets/, README "Datasets", docs/decisions/0011-datasets.md) -------------------
 # The largest file staff may upload, and the most rows a dataset holds (an upload or a CRM query).
