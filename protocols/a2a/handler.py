@@ -13,6 +13,7 @@ thread (protocols.runs.in_agency); nothing is held while waiting.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -43,8 +44,10 @@ from a2a.types.a2a_pb2 import (
     TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import (
+    A2AError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
+    InternalError,
     InvalidParamsError,
     InvalidRequestError,
     PushNotificationNotSupportedError,
@@ -71,6 +74,7 @@ from protocols.runs import RunNotStarted, in_agency, run_start
 _POLL_FIRST_S = 0.05  # the first look after a start or a cancel; each next 1.5 times later...
 _POLL_MAX_S = 0.5  # ...up to this
 CALLER_STATE = "agentdesk_caller"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,15 @@ class AgentDeskRequestHandler(RequestHandler):
     """A2A requests on the caller's agent and its executions (see the module's docstring)."""
 
     async def _in_agency[T](self, caller: Caller, fn: Callable[..., T], **kwargs: Any) -> T:
-        return await in_agency(caller.agency_id, fn, **kwargs)
+        try:
+            return await in_agency(caller.agency_id, fn, **kwargs)
+        except (A2AError, RunNotStarted):
+            raise
+        except Exception as exc:
+            # Logged here with its cause; the client is told no more (the SDK would send it
+            # the exception's text: a database error names tables and values).
+            logger.exception("A2A: %s failed for agent %s", fn.__name__, caller.agent_id)
+            raise InternalError(message="Internal error; it was logged.") from exc
 
     async def _row(self, caller: Caller, task_id: str) -> TaskRow | None:
         return await self._in_agency(caller, task_row, agent_id=caller.agent_id, task_id=task_id)

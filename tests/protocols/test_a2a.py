@@ -44,11 +44,15 @@ pytestmark = pytest.mark.slow
 WAIT_LIMIT = 20  # AGENTDESK_A2A_WAIT_SECONDS of this module's server
 APPROVE_EMAIL = {"type": "require_approval", "tools": ["email_*"], "description": "human"}
 CARD = ".well-known/agent-card.json"
+BAD_KEYS = 3  # failed keys an address may send a day (only the throttle test sends any)
 
 
 @pytest.fixture(scope="module")
 def server(django_db_setup: None) -> Iterator[AsgiServer]:
-    started = AsgiServer(AGENTDESK_A2A_WAIT_SECONDS=str(WAIT_LIMIT)).start()
+    started = AsgiServer(
+        AGENTDESK_A2A_WAIT_SECONDS=str(WAIT_LIMIT),
+        AGENTDESK_API_BAD_CREDENTIALS_RATE=f"{BAD_KEYS}/day",
+    ).start()
     yield started
     started.stop()
 
@@ -363,3 +367,28 @@ def test_bad_requests_are_json_rpc_errors_and_start_nothing(
     assert unauthenticated.headers["www-authenticate"] == 'Bearer realm="api"'
     with tenancy.agency_context(agent.agency_id):
         assert not Execution.objects.filter(agent=agent).exists()
+
+
+def test_guessed_keys_are_counted_per_address_and_refused_past_the_limit(
+    server: AsgiServer, make_agent: Callable[..., Agent]
+) -> None:
+    agent = make_agent("openai")
+    key = new_key(agent.agency)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": str(uuid.uuid4())}}
+    n = uuid.uuid4().int
+    guesser, other = (f"10.{n % 250}.{(n >> 8) % 250}.{i}" for i in (1, 2))
+
+    def post(credential: str, address: str) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {credential}", "X-Forwarded-For": address,
+                   "A2A-Version": "1.0"}  # fmt: skip
+        return httpx.post(_base(server, agent.id), headers=headers, json=body, timeout=60)
+
+    for _ in range(BAD_KEYS):
+        guess = post(f"adk_guess_{uuid.uuid4().hex}", guesser)
+        assert (guess.status_code, guess.json()["code"]) == (401, "authentication_failed")
+    refused = post(key, guesser)  # a good key too, from that address
+    assert (refused.status_code, refused.json()["code"]) == (429, "throttled")
+    assert int(refused.headers["retry-after"]) > 0
+    answered = post(key, other)
+    assert answered.status_code == 200
+    assert answered.json()["error"]["code"] == -32001  # no such task
