@@ -2,7 +2,8 @@
 header, checked on every HTTP request (a revoked key stops working at the next one), as the REST
 API checks it (:func:`core.api.authentication.api_key_authenticate`). A key that fails counts
 against the client's address like the API's, and an address with no failures left is refused
-before its key is read (:class:`core.api.throttling.BadCredentialThrottle`).
+before its key is read (:class:`core.api.throttling.BadCredentialThrottle`); a good key's
+requests count against its burst and sustained rates, shared with its REST requests.
 """
 
 from __future__ import annotations
@@ -10,11 +11,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from rest_framework import exceptions
 
 from core.api.authentication import api_key_authenticate
-from core.api.throttling import BadCredentialThrottle
+from core.api.throttling import (
+    BadCredentialThrottle,
+    BurstRateThrottle,
+    SustainedRateThrottle,
+    WindowRateThrottle,
+)
 
 
 @dataclass(frozen=True)
@@ -72,4 +79,16 @@ def authenticate(raw: str, address: str | None) -> Caller | Refusal:
         seconds = getattr(exc, "wait", None)  # DRF sets it; its stubs do not know it
         wait = int(seconds) if seconds is not None else None
         return Refusal(429, "throttled", str(exc.detail), retry_after=wait)
+    # The key's request rates, on the counters its REST requests count against too.
+    counted = SimpleNamespace(auth=key, user=None)
+    for limit in (BurstRateThrottle(), SustainedRateThrottle()):
+        if not limit.allow_request(counted, None):  # type: ignore[arg-type]  # what it reads
+            return _throttled(limit)
     return Caller(agency_id=key.agency_id, role=key.role, key_prefix=key.prefix)
+
+
+def _throttled(limit: WindowRateThrottle) -> Refusal:
+    wait = int(limit.wait())
+    return Refusal(
+        429, "throttled", f"Request was throttled. Expected available in {wait} seconds.", wait
+    )
