@@ -26,10 +26,11 @@ from a2a.types.a2a_pb2 import (
     Part,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from django.db import connection
 
 from agents.models import Agent, Execution, ExecutionStatus
@@ -99,6 +100,10 @@ def _send(server: AsgiServer, agent: Agent, key: str, text: str, **config: bool)
         return [event async for event in client.send_message(_request(text))]
 
     return _a2a(server, agent, key, send, **config)
+
+
+async def _drain(events: Any) -> list[Any]:
+    return [event async for event in events]
 
 
 def _get(server: AsgiServer, agent: Agent, key: str, task_id: str) -> Task:
@@ -189,6 +194,10 @@ def test_a_message_completes_with_the_runs_output_as_its_artefact(
                                        "params": {"id": task.id}}, version="0.3")  # fmt: skip
     assert old.json()["result"]["status"]["state"] == "completed"
     assert old.json()["result"]["kind"] == "task"
+    # An ended task has nothing to follow.
+    with pytest.raises(UnsupportedOperationError):
+        _a2a(server, agent, key, lambda c: _drain(c.subscribe(SubscribeToTaskRequest(id=task.id))),
+             streaming=True)  # fmt: skip
 
 
 def test_a_streamed_message_sends_the_task_its_artefact_and_its_final_state(
@@ -263,12 +272,31 @@ def test_cancel_of_a_running_task_goes_through_the_cancel_service(
     task_id = event.task.id
     wait_for(_status(task_id, agent.agency_id), {ExecutionStatus.RUNNING})
     watcher = _release_once_cancel_requested(task_id, agent.agency_id, release)
+
+    async def follow_then_cancel(client: Any) -> tuple[Task, list[Any]]:
+        """A subscriber follows the running task while the cancel is asked for."""
+        events: list[Any] = []
+        following_started = asyncio.Event()
+
+        async def follow() -> None:
+            async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                events.append(event)
+                following_started.set()
+
+        following = asyncio.create_task(follow())
+        await asyncio.wait_for(following_started.wait(), 30)
+        cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
+        await asyncio.wait_for(following, 30)
+        return cancelled, events
+
     try:
-        cancelled = _cancel(server, agent, key, task_id)
+        cancelled, followed = _a2a(server, agent, key, follow_then_cancel, streaming=True)
     finally:
         release.set()
         watcher.join()
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert followed[0].task.status.state == TaskState.TASK_STATE_WORKING
+    assert followed[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
     execution = _status(task_id, agent.agency_id)
     assert execution.status == ExecutionStatus.CANCELLED
     assert execution.stop_reason == "cancelled"
