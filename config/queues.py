@@ -63,6 +63,8 @@ _QUEUE_TASKS: dict[str, tuple[str, ...]] = {
         "approvals.notify_deciders",
         "flow.notify_stuck",
         "tools.deliver_stranded_emails",
+        "webhooks.deliver",  # an outbound webhook's attempt (webhooks/outbound/)
+        "webhooks.sweep_due_deliveries",
     ),
     # Periodic sweeps no run waits for: purges, analyses, stuck-run checks.
     HOUSEKEEPING: (

@@ -24,6 +24,8 @@ GROUPS: list[tuple[str, list[Item]]] = [
             ("Executions", "play_circle", "agents.Execution"),
             ("Trigger log", "bolt", "agents.TriggerLog"),
             ("Webhooks", "webhook", "webhooks.Webhook"),
+            ("Outbound webhooks", "send", "webhooks.Subscription"),
+            ("Outbound deliveries", "outbox", "webhooks.Delivery"),
             ("Events", "podcasts", "core.Event"),
             ("Tools", "build", "tools.Tool"),
             ("MCP servers", "hub", "tools.McpServer"),

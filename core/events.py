@@ -10,15 +10,18 @@ again (``agents.tasks.reap_expired_leases``), so a failed send is logged, never 
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from core import fastdb
 from core.exceptions import ApplicationError
@@ -119,12 +122,31 @@ def event_emit(
             if found is None:
                 raise
             return found
+    if dispatch and (run is None or run[2]):
+        for listener in event_recorded_listeners():
+            listener(event)
     if subscribed:
         # Robust: the event is committed by then, so an error sending its dispatch must not
         # fail the caller (an API client would get a 500 for a recorded event); the reaper
         # dispatches it.
         transaction.on_commit(lambda: send_dispatch(event.id, agency_id), robust=True)
     return event
+
+
+type EventRecordedListener = Callable[[Event], None]
+
+
+def event_recorded_listeners() -> tuple[EventRecordedListener, ...]:
+    """``AGENTDESK_EVENT_RECORDED_LISTENERS``, loaded once per list: each is called with every
+    event recorded (a rehearsal's excepted), in the caller's transaction, after the row is
+    written. A listener that acts after the commit registers ``transaction.on_commit`` itself;
+    one that queries costs every event that query (outbound webhooks: one statement)."""
+    return _load_listeners(tuple(settings.AGENTDESK_EVENT_RECORDED_LISTENERS))
+
+
+@functools.cache
+def _load_listeners(paths: tuple[str, ...]) -> tuple[EventRecordedListener, ...]:
+    return tuple(import_string(path) for path in paths)
 
 
 def subscriptions_for(event_type: str) -> list[str]:

@@ -13,6 +13,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.llm import Usage
+from core.events import event_emit
 from usage.models import Budget, UsagePurpose
 
 
@@ -137,15 +138,55 @@ def budget_exhausted(agency_id: uuid.UUID) -> bool:
 
 
 def budget_settle(*, budget_id: uuid.UUID, reserved: Decimal, cost: Decimal) -> None:
-    """Turn a reservation into what the call actually cost (never past the limit)."""
+    """Turn a reservation into what the call actually cost (never past the limit). The spending
+    that crosses one of ``AGENTDESK_BUDGET_ALERT_PERCENTS`` of the limit emits
+    ``ai.budget.threshold_crossed`` (once: only the settle that crosses it sees the crossing)."""
     with connection.cursor() as cursor:
+        # The old spending from the row this UPDATE locks (a CTE's snapshot would miss a
+        # concurrent settle's).
         cursor.execute(
             """
-            UPDATE usage_budget SET
-                reserved_usd = GREATEST(reserved_usd - %s, 0),
-                used_usd = LEAST(used_usd + %s, limit_usd - GREATEST(reserved_usd - %s, 0)),
+            WITH old AS (SELECT id, used_usd FROM usage_budget WHERE id = %s FOR UPDATE)
+            UPDATE usage_budget b SET
+                reserved_usd = GREATEST(b.reserved_usd - %s, 0),
+                used_usd = LEAST(b.used_usd + %s, b.limit_usd - GREATEST(b.reserved_usd - %s, 0)),
                 updated_at = now()
-            WHERE id = %s
+            FROM old WHERE b.id = old.id
+            RETURNING b.agency_id, b.date, old.used_usd, b.used_usd, b.limit_usd
             """,
-            [reserved, cost, reserved, budget_id],
+            [budget_id, reserved, cost, reserved],
         )
+        row = cursor.fetchone()
+    if row is not None and row[3] > row[2]:
+        agency_id, date, before, after, limit = row
+        _alert_thresholds(budget_id, agency_id, date, before=before, after=after, limit=limit)
+
+
+def _alert_thresholds(
+    budget_id: uuid.UUID,
+    agency_id: uuid.UUID,
+    date: datetime.date,
+    *,
+    before: Decimal,
+    after: Decimal,
+    limit: Decimal,
+) -> None:
+    if limit <= 0:
+        return
+    for percent in sorted(settings.AGENTDESK_BUDGET_ALERT_PERCENTS):
+        line = limit * percent / 100
+        if before < line <= after:
+            event_emit(
+                agency_id=agency_id,
+                event_type="ai.budget.threshold_crossed",
+                payload={
+                    "budget_id": str(budget_id),
+                    "date": date.isoformat(),
+                    "threshold_percent": percent,
+                    "used_usd": str(after),
+                    "limit_usd": str(limit),
+                },
+                source_module="usage",
+                source_entity_type="budget",
+                source_entity_id=str(budget_id),
+            )

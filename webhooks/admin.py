@@ -10,12 +10,11 @@ from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
 
 from core.admin_empty import EmptyState
 from core.admin_scoping import WRITE_ROLES, AgencyScopedAdmin, has_role
 from webhooks.models import Webhook
+from webhooks.secret_html import shown_once
 from webhooks.services import (
     DEFAULT_GRACE_SECONDS,
     webhook_create,
@@ -31,28 +30,6 @@ _READONLY = [
     "created_by",
     "created_at",
 ]
-
-
-# The secret, shown once in a message: one tap copies it (Alpine.js, which unfold loads on every
-# admin page); where the browser has no clipboard API (plain http), the tap selects it for the
-# system's copy. It breaks anywhere, so that it never pushes a phone's screen sideways.
-_SHOWN_ONCE_HTML = (
-    '<span x-data="{{copied: false}}" style="overflow-wrap: anywhere">{} '
-    '<code x-ref="secret" data-webhook-secret '
-    'style="word-break: break-all; user-select: all">{}</code> '
-    '<button type="button" data-copy-secret class="border font-medium px-2 rounded-default" '
-    'style="border-color: currentColor" '
-    '@click="const text = $refs.secret.textContent; (navigator.clipboard '
-    "? navigator.clipboard.writeText(text) : Promise.reject()).catch(() => "
-    "{{ getSelection().selectAllChildren($refs.secret); document.execCommand('copy') }})"
-    ".then(() => copied = true)\" x-text=\"copied ? 'Copied' : 'Copy secret'\">Copy secret"
-    "</button> {}</span>"
-)
-
-
-def shown_once(before: str, secret: str, after: str) -> SafeString:
-    """A message with ``secret`` between two texts and a button that copies it."""
-    return format_html(_SHOWN_ONCE_HTML, before, secret, after)
 
 
 @admin.register(Webhook)
@@ -163,3 +140,7 @@ class WebhookAdmin(AgencyScopedAdmin):
         for webhook in queryset:
             webhook_update(webhook=webhook, is_enabled=True)
         self.message_user(request, f"Enabled {len(queryset)} webhook(s).")
+
+
+# Outbound webhooks' admin pages (registered on import).
+from webhooks.outbound import admin as outbound_admin  # noqa: E402, F401

@@ -126,3 +126,23 @@ class WebhookDelivery(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return self.delivery_id
+
+
+# Outbound webhooks (webhooks/outbound/): loaded with the app's models.
+from webhooks.outbound.models import (  # noqa: E402
+    Delivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    Subscription,
+)
+
+__all__ = [
+    "SECRET_PREFIX",
+    "Delivery",
+    "DeliveryAttempt",
+    "DeliveryStatus",
+    "Subscription",
+    "Webhook",
+    "WebhookDelivery",
+    "new_secret",
+]

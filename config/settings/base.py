@@ -381,6 +381,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "audit.purge_past_retention",
         "schedule": env.float("AGENTDESK_RETENTION_INTERVAL_SECONDS", default=3600.0),
     },
+    # Outbound webhook attempts past due whose message is lost or was too far ahead to send.
+    "sweep-outbound-webhook-deliveries": {
+        "task": "webhooks.sweep_due_deliveries",
+        "schedule": env.float("AGENTDESK_OUTBOUND_WEBHOOK_SWEEP_SECONDS", default=60.0),
+    },
     # Approvals and questions past their expires_at (agents' human_timeout_minutes) expire.
     "expire-waiting-decisions": {
         "task": "approvals.expire_waiting",
@@ -483,6 +488,17 @@ AGENTDESK_RUN_ENDED_LISTENERS = env.list(
         "evals.run_ended.experiment_run_ended",  # score an experiment's run
         "evals.canary_plugin.canary_run_ended",  # evaluate a running canary (on a worker)
     ],
+)
+# What else happens when an event is recorded (core/events.py): dotted paths of callables taking
+# the Event, called in this order in the transaction that wrote it. Loaded once per process.
+AGENTDESK_EVENT_RECORDED_LISTENERS = env.list(
+    "AGENTDESK_EVENT_RECORDED_LISTENERS",
+    default=["webhooks.outbound.listener.event_recorded"],  # outbound webhooks' deliveries
+)
+# ai.budget.threshold_crossed is emitted when a day's spending crosses each of these percentages
+# of its budget's limit (usage/services.py).
+AGENTDESK_BUDGET_ALERT_PERCENTS = env.list(
+    "AGENTDESK_BUDGET_ALERT_PERCENTS", cast=int, default=[80, 100]
 )
 # Flow analysis: record decision points (tool choice, risk verdicts, retries, approval outcomes)
 # with each step's write (flow/runtime.py). Off: none are written; loop and stuck detection
@@ -666,6 +682,36 @@ API_MAX_BODY_BYTES = 256 * 1024
 AGENTDESK_WEBHOOK_MAX_BODY_BYTES = env.int("AGENTDESK_WEBHOOK_MAX_BODY_BYTES", default=256 * 1024)
 # A delivery's X-AgentDesk-Timestamp may be this far from the server's clock (either way).
 AGENTDESK_WEBHOOK_TOLERANCE_SECONDS = env.int("AGENTDESK_WEBHOOK_TOLERANCE_SECONDS", default=300)
+
+# --- Outbound webhooks (webhooks/outbound/, README "Outbound webhooks") -----------------------
+# Seconds to wait after each failed attempt (then the delivery has failed), each spread by +-20%.
+AGENTDESK_OUTBOUND_WEBHOOK_RETRY_SCHEDULE = env.list(
+    "AGENTDESK_OUTBOUND_WEBHOOK_RETRY_SCHEDULE",
+    cast=float,
+    default=[5, 300, 1800, 7200, 18000, 36000],
+)
+# The whole attempt (DNS, connect, TLS, answer) ends after this many seconds: a failure.
+AGENTDESK_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS = env.float(
+    "AGENTDESK_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS", default=15.0
+)
+# A subscription is disabled after this many failed attempts in a row (0: never).
+AGENTDESK_OUTBOUND_WEBHOOK_DISABLE_AFTER = env.int(
+    "AGENTDESK_OUTBOUND_WEBHOOK_DISABLE_AFTER", default=20
+)
+# After a rotation, deliveries are signed with the previous secret too for this long.
+AGENTDESK_OUTBOUND_WEBHOOK_ROTATION_OVERLAP_SECONDS = env.int(
+    "AGENTDESK_OUTBOUND_WEBHOOK_ROTATION_OVERLAP_SECONDS", default=24 * 3600
+)
+# How much of a receiver's answer the delivery log keeps.
+AGENTDESK_OUTBOUND_WEBHOOK_LOG_BYTES = env.int("AGENTDESK_OUTBOUND_WEBHOOK_LOG_BYTES", default=2048)
+# http:// receivers (development only), and non-public networks receivers may be on (tests'
+# loopback receivers); cloud metadata addresses are refused whatever is listed.
+AGENTDESK_OUTBOUND_WEBHOOK_ALLOW_HTTP = env.bool(
+    "AGENTDESK_OUTBOUND_WEBHOOK_ALLOW_HTTP", default=False
+)
+AGENTDESK_OUTBOUND_WEBHOOK_PRIVATE_NETWORKS = env.list(
+    "AGENTDESK_OUTBOUND_WEBHOOK_PRIVATE_NETWORKS", default=[]
+)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "AgentDesk API",

@@ -13,6 +13,10 @@ from config.settings.base import *  # noqa: E402, F403
 from config.settings.base import INSTALLED_APPS  # noqa: E402
 
 INSTALLED_APPS = [*INSTALLED_APPS, "devkit"]
+# Outbound webhooks may go to http:// receivers (README "Outbound webhooks").
+AGENTDESK_OUTBOUND_WEBHOOK_ALLOW_HTTP = env.bool(
+    "AGENTDESK_OUTBOUND_WEBHOOK_ALLOW_HTTP", default=True
+)
 
 # --- Demo data (devkit.demo, seeded by `manage.py up`) --------------------------------------------
 DEMO_ADMIN_USERNAME = env.str("AGENTDESK_DEMO_USERNAME", default="demo")

@@ -58,5 +58,13 @@ WHITENOISE_AUTOREFRESH = True
 DEBUG = False
 # The fake provider server listens on loopback: agencies' endpoints may point at it.
 AGENTDESK_LLM_PRIVATE_NETWORKS = ["127.0.0.0/8"]
+# Outbound webhooks' receivers are test servers on loopback, and their retries come soon.
+AGENTDESK_OUTBOUND_WEBHOOK_PRIVATE_NETWORKS = ["127.0.0.0/8"]
+AGENTDESK_OUTBOUND_WEBHOOK_RETRY_SCHEDULE = env.list(
+    "AGENTDESK_OUTBOUND_WEBHOOK_RETRY_SCHEDULE", cast=float, default=[0.5, 1, 1, 1]
+)
+AGENTDESK_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS = env.float(
+    "AGENTDESK_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS", default=3.0
+)
 # The OpenID Connect provider the single sign-on tests run (tests/sso/provider/) too.
 AGENTDESK_SSO_PRIVATE_NETWORKS = ["127.0.0.0/8"]

@@ -82,10 +82,11 @@ from tests.usage.factories import (
     UsageDailyFactory,
     UsagePeriodFactory,
 )
-from tests.webhooks.factories import WebhookFactory
+from tests.webhooks.factories import OutboundDeliveryFactory, SubscriptionFactory, WebhookFactory
 from tools.models import McpServer, Tool, ToolCall
 from usage.models import Budget, EvaluationBudget, ModelPrice, UsageDaily, UsagePeriod
-from webhooks.models import Webhook
+from webhooks.models import Delivery as OutboundDelivery
+from webhooks.models import Subscription, Webhook
 
 RAW_API_KEY = "sk-test-NEVER-SHOWN-0123456789abcd"
 
@@ -153,6 +154,8 @@ ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     EmailMessage: lambda a: EmailMessageFactory.create(contact=_contact(a)),
     FormSubmission: lambda a: FormSubmissionFactory.create(agency=a),
     Webhook: lambda a: WebhookFactory.create(agent=_agent(a)),
+    Subscription: lambda a: SubscriptionFactory.create(agency=a),
+    OutboundDelivery: lambda a: OutboundDeliveryFactory.create(subscription__agency=a),
     ExpectedWorkflow: lambda a: ExpectedWorkflowFactory.create(agency=a),
     CompletenessAnalysis: lambda a: CompletenessAnalysisFactory.create(execution=_execution(a)),
     LoopDetection: lambda a: LoopDetectionFactory.create(execution=_execution(a)),

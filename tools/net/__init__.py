@@ -17,7 +17,7 @@ up to it, other content codings are refused), a maximum text length. HTML become
 
 Modules: ``addresses`` (the address policy and pinning), ``deadline`` (the total time limit),
 ``body`` (the size-capped, decoded body), ``html_text`` (decoding, HTML to text), ``client`` (the
-request loop), ``errors``.
+request loop), ``post`` (a POST to one checked address: outbound webhooks), ``errors``.
 """
 
 from tools.net.addresses import (
@@ -32,6 +32,7 @@ from tools.net.addresses import (
 from tools.net.client import FetchResult, fetch
 from tools.net.errors import FetchError, FetchErrorCode
 from tools.net.html_text import html_to_text
+from tools.net.post import PostResult, post
 
 __all__ = [
     "METADATA_ADDRESSES",
@@ -40,10 +41,12 @@ __all__ = [
     "FetchResult",
     "IPAddress",
     "IPNetwork",
+    "PostResult",
     "Resolver",
     "address_block_reason",
     "fetch",
     "html_to_text",
     "pin_url",
+    "post",
     "system_resolver",
 ]
