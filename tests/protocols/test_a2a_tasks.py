@@ -1,5 +1,6 @@
 """An execution's row as an A2A task (protocols/a2a/tasks.py): every status's state, what a
-waiting task says it waits for, and the output artefact only once the run completed."""
+waiting task says it waits for, the output artefact only once the run completed, and the row
+found only for its agent in its agency."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from a2a.types.a2a_pb2 import TaskState
 from google.protobuf.json_format import MessageToDict
 
 from agents.models import ExecutionStatus
-from protocols.a2a.tasks import TaskRow, task_of
+from core import tenancy
+from protocols.a2a.tasks import TaskRow, task_of, task_row
+from tests.agents.factories import AgentFactory, ExecutionFactory
+from tests.factories import AgencyFactory
 
 
 def _row(status: str, **fields: Any) -> TaskRow:
@@ -82,3 +86,18 @@ def test_the_context_is_the_callers_or_else_the_task_and_history_can_be_left_out
     assert not task_of(row, history_length=0).history
     plain = _row(ExecutionStatus.RUNNING)
     assert task_of(plain).context_id == str(plain.id)
+
+
+@pytest.mark.django_db
+def test_task_row_finds_the_agents_execution_and_no_other_agents_or_agencys() -> None:
+    execution = ExecutionFactory.create(input="Mine.")
+    other_agent = AgentFactory.create(agency=execution.agency, site=execution.site)
+    elsewhere = AgencyFactory.create()
+    with tenancy.agency_context(execution.agency_id):
+        row = task_row(agent_id=execution.agent_id, task_id=str(execution.id))
+        assert row is not None
+        assert row.input == "Mine."
+        assert task_row(agent_id=other_agent.id, task_id=str(execution.id)) is None
+        assert task_row(agent_id=execution.agent_id, task_id="not-a-uuid") is None
+    with tenancy.agency_context(elsewhere.id):
+        assert task_row(agent_id=execution.agent_id, task_id=str(execution.id)) is None
