@@ -1,5 +1,7 @@
 """Authentication backends: an agency's OpenID Connect provider, and passwords.
 
+Both sit beside Django's ModelBackend (config/settings/base.py: AUTHENTICATION_BACKENDS).
+
 :class:`AgencyOIDCBackend` is mozilla-django-oidc's backend with the provider taken from the
 sign-in (sso.views puts it on the request), its endpoints from the issuer's discovery document,
 every call to the issuer through :mod:`sso.issuer` (the private-address refusal), and the ID
@@ -15,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import jwt
-from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -31,9 +32,12 @@ ALGORITHMS = ["RS256", "ES256"]
 LEEWAY_SECONDS = 30  # clock skew between the issuer and us
 
 
-class PasswordBackend(ModelBackend):
-    """Django's password login, refused for a member of an agency whose provider is its only way
-    in (``password_login_allowed`` off); superusers always keep it."""
+class PasswordGate:
+    """Stops a password login of a member of an agency whose provider is its only way in
+    (``password_login_allowed`` off): ``PermissionDenied`` ends the backends' chain before
+    Django's ModelBackend checks the password, and counts as a failed login. Anyone else passes
+    on to ModelBackend; superusers always keep their password. Not a BaseBackend: without
+    ``get_user`` it is never a session's backend (``force_login`` takes the first that has one)."""
 
     def authenticate(
         self,
@@ -41,11 +45,12 @@ class PasswordBackend(ModelBackend):
         username: str | None = None,
         password: str | None = None,
         **kwargs: Any,
-    ) -> User | None:
-        user = super().authenticate(request, username=username, password=password, **kwargs)
+    ) -> None:
+        if username is None or password is None:
+            return
+        user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
         if user is not None and password_login_refused(user=user):
-            return None
-        return user
+            raise PermissionDenied("This agency signs in with single sign-on only.")
 
 
 class AgencyOIDCBackend(OIDCAuthenticationBackend):

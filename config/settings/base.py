@@ -112,8 +112,9 @@ MIDDLEWARE = [
 # checked), then the users' own passwords.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    # Passwords, refused for members of an agency that signs in through its provider only.
-    "sso.backends.PasswordBackend",
+    # Refuses the password of a member of an agency that signs in through its provider only.
+    "sso.backends.PasswordGate",
+    "django.contrib.auth.backends.ModelBackend",
     # An agency's OpenID Connect provider (sso/): only the SSO callback passes its credentials.
     "sso.backends.AgencyOIDCBackend",
 ]
