@@ -6,6 +6,7 @@ row (its notice and event), private addresses refused at send, and RLS over the 
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from decimal import Decimal
 
@@ -23,7 +24,7 @@ from tests.webhooks.receiver import HANG, Receiver
 from usage.models import Budget
 from usage.services import budget_reserve, budget_settle
 from webhooks.outbound.models import Delivery, DeliveryStatus, Subscription
-from webhooks.outbound.sending import delivery_attempt
+from webhooks.outbound.sending import delivery_attempt, sweep_due
 from webhooks.outbound.services import subscription_create, subscription_rotate
 
 pytestmark = pytest.mark.django_db
@@ -283,3 +284,17 @@ def test_another_agencys_subscriptions_and_deliveries_are_invisible_under_rls(
             assert cursor.rowcount == 0
     with tenancy.tenant_context():
         assert not Delivery.objects.exists()  # no tenant: nothing
+
+
+def test_beats_sweep_sends_overdue_attempts_and_leaves_fresh_ones(agency: Agency) -> None:
+    _subscribe(agency, "http://127.0.0.1:9/", "ai.execution.failed")
+    _emit(agency)
+    _emit(agency)
+    overdue, fresh = _deliveries(agency)
+    with tenancy.agency_context(agency.id):
+        Delivery.objects.filter(pk=overdue.pk).update(
+            next_attempt_at=timezone.now() - datetime.timedelta(minutes=5)
+        )
+    swept = sweep_due()
+    assert overdue.pk in swept
+    assert fresh.pk not in swept  # just due: its message is on the way

@@ -263,7 +263,7 @@ def _send_retry(delivery: Delivery, due: datetime.datetime) -> None:
     )
 
 
-def sweep_due() -> int:
+def sweep_due() -> list[uuid.UUID]:
     """Beat: send every pending delivery past its time whose message is lost or was never sent
     (a retry further than :data:`ETA_LIMIT_SECONDS` ahead). A message still in flight finds its
     delivery claimed, or done, and does nothing."""
@@ -285,4 +285,4 @@ def sweep_due() -> int:
             about=f"outbound webhook delivery {delivery_id}",
             then="the next sweep sends it",
         )
-    return len(due)
+    return [delivery_id for delivery_id, _ in due]

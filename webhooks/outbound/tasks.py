@@ -21,4 +21,4 @@ def deliver(delivery_id: str, mode: str, *, agency_id: str) -> bool:
 
 @shared_task(name="webhooks.sweep_due_deliveries", ignore_result=True)
 def sweep_due_deliveries() -> int:
-    return sweep_due()
+    return len(sweep_due())
