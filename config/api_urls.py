@@ -41,6 +41,7 @@ v1: list[URLPattern | URLResolver] = [
     path("", include("members.api.urls")),
     path("", include("evals.api.urls")),  # datasets, test cases, experiments
     path("", include("datasets.api.urls")),  # analysis/datasets, analysis/results
+    path("", include("audit.api.urls")),  # audit/entries/: the audit log's export
     # Anything else under /api/v1/ is a JSON 404 in the API's error shape, not an HTML page.
     re_path(r"^.*$", api_not_found),
 ]

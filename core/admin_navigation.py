@@ -116,6 +116,7 @@ GROUPS: list[tuple[str, list[Item]]] = [
             ("Members", "group", "core.Membership"),
             ("Invitations", "forward_to_inbox", "members.Invitation"),
             ("API keys", "key", "core.ApiKey"),
+            ("Audit log", "history", "audit.AuditEntry"),
             ("Users", "person", "core.User"),
             ("Groups", "groups", "auth.Group"),
             ("User tokens", "token", "authtoken.TokenProxy"),

@@ -49,7 +49,7 @@ NOBODY: frozenset[str] = frozenset()  # superusers only
 
 # --- the API ----------------------------------------------------------------------------------
 
-API_ADMIN_ONLY = {"api-keys", "invitations"}  # reads included
+API_ADMIN_ONLY = {"api-keys", "invitations", "audit"}  # reads included
 # An agent's inbound webhooks (their URLs, secrets' rotation): staff and admins, reads included.
 STAFF_ONLY = re.compile(r"^/api/v1/agents/\{[^}]+\}/webhooks/")
 API_ADMIN_WRITES = {"members", "llm-providers", "model-prices", "budgets"}

@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from audit.api.views import AuditEntryExport
+
+urlpatterns = [path("audit/entries/", AuditEntryExport.as_view(), name="audit-entries")]
