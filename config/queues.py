@@ -74,6 +74,7 @@ _QUEUE_TASKS: dict[str, tuple[str, ...]] = {
         "memory.purge_expired_conversations",
         "webhooks.purge_past_retention",
         "datasets.purge_past_retention",
+        "audit.purge_past_retention",
         "core.purge_idempotency_records",
         "flow.detect_stuck_runs",
         "flow.analyse_finished_runs",

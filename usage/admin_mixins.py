@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
+from audit.services import audit_record
 from usage.charts import daily_series, usage_charts
 
 # A cell that a spreadsheet would run as a formula (CSV injection): agent and model names are
@@ -81,8 +82,18 @@ class CsvExportMixin(admin.ModelAdmin[Any]):
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow([header for header, _ in columns])
+        rows = 0
         for row in queryset.values_list(*(lookup for _, lookup in columns)):
             writer.writerow([_cell(value) for value in row])
+            rows += 1
+        membership = getattr(request, "membership", None)
+        audit_record(  # a data export is in the audit log (a superuser's: the platform's)
+            action="usage.exported",
+            agency_id=membership.agency_id if membership is not None else None,
+            object_type=self.model._meta.label_lower,
+            changes={"format": [None, "csv"], "filters": [None, request.GET.dict()],
+                     "rows": [None, rows]},
+        )  # fmt: skip
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{self.csv_filename()}"'
         return response

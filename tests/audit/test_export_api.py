@@ -98,3 +98,24 @@ def test_only_admins_may_export(role: str) -> None:
 
 def test_no_credential_is_a_401() -> None:
     assert APIClient().get(URL).status_code == 401
+
+
+def test_data_exports_of_usage_are_recorded_over_the_api_and_in_the_admin() -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.factories import MembershipFactory
+
+    membership = MembershipFactory.create(role=Role.ADMIN)
+    agency = membership.agency
+    client = _client(agency)
+    assert client.get("/api/v1/usage/daily/", HTTP_ACCEPT="text/csv").status_code == 200
+    assert client.get("/api/v1/usage/daily/").status_code == 200  # a page of JSON: no export
+    browser = Client()
+    browser.force_login(membership.user)
+    assert browser.get(reverse("admin:usage_budget_export_csv")).status_code == 200
+    rows = _jsonl(client.get(URL, {"action": "usage.exported"}))
+    assert [(row["object_type"], row["actor_type"]) for row in rows] == [
+        ("usage.usagedaily", "api_key"),
+        ("usage.budget", "user"),
+    ]

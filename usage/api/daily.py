@@ -12,6 +12,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audit.chain import jsonable
+from audit.services import audit_record
 from core.api.base import TenantScopedView
 from core.api.pagination import check_page_params
 from usage.api.renderers import CSVRenderer
@@ -128,4 +130,12 @@ class UsageDailyList(TenantScopedView, generics.ListAPIView):
         },
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
+        response = super().get(request, *args, **kwargs)
+        if request.accepted_renderer.format == "csv" and self.query is not None:
+            audit_record(  # a data export is in the audit log
+                action="usage.exported",
+                agency_id=self.principal.agency_id,
+                object_type="usage.usagedaily",
+                changes={"format": [None, "csv"], "filters": [None, jsonable(self.query)]},
+            )
+        return response
