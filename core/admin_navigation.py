@@ -115,6 +115,8 @@ GROUPS: list[tuple[str, list[Item]]] = [
             ("Sites", "language", "core.Site"),
             ("Members", "group", "core.Membership"),
             ("Invitations", "forward_to_inbox", "members.Invitation"),
+            ("Single sign-on", "login", "sso.SsoProvider"),
+            ("Sign-in identities", "fingerprint", "sso.SsoIdentity"),
             ("API keys", "key", "core.ApiKey"),
             ("Audit log", "history", "audit.AuditEntry"),
             ("Users", "person", "core.User"),

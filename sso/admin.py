@@ -78,7 +78,8 @@ class SsoProviderAdmin(AgencyScopedAdmin):
 
 @admin.register(SsoIdentity)
 class SsoIdentityAdmin(AgencyScopedAdmin):
-    """Who signed in through the provider (read-only; delete one to unlink a subject)."""
+    """Who signed in through the provider (read-only: a sign-in writes it; removing the member
+    ends their access, their identity goes with the user)."""
 
     write_roles = ADMIN_ROLES
     list_display = ["user", "subject", "provider", "last_login_at"]
@@ -99,4 +100,7 @@ class SsoIdentityAdmin(AgencyScopedAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

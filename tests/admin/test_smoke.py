@@ -37,7 +37,13 @@ from tools.models import McpAllowedAddress
 pytestmark = pytest.mark.django_db
 
 # API keys: agency-admin-only pages owned and tested with the API keys feature.
-TESTED_ELSEWHERE = {"core.ApiKey", "members.Invitation"}  # invitations: tests/members/
+# Single sign-on: agency-admin-only pages, tested in tests/sso/test_admin.py.
+TESTED_ELSEWHERE = {
+    "core.ApiKey",
+    "members.Invitation",  # invitations: tests/members/
+    "sso.SsoProvider",
+    "sso.SsoIdentity",
+}
 AGENCY_MODELS = sorted(
     (
         model

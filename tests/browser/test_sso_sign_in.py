@@ -78,6 +78,7 @@ def test_first_sign_in_makes_a_member_with_the_role_and_the_second_reuses_the_us
     user = User.objects.get(email=ALICE)
     assert user.is_staff
     assert not user.has_usable_password()
+    assert user.last_login is not None  # user_logged_in was sent (auth.login): the audit log's
     with tenancy.agency_context(sso.agency_id):
         membership = Membership.objects.get(user=user)
         assert (membership.agency_id, membership.role) == (sso.agency_id, Role.STAFF)

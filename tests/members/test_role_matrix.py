@@ -33,6 +33,7 @@ from core.admin_scoping import ReadOnlyAdminMixin
 from core.models import Agency, AgencyOwnedModel, Role, User
 from core.models.api_keys import ApiKey
 from members.models import Invitation
+from sso.models import SsoIdentity, SsoProvider
 from tests.admin.conftest import member
 from tests.admin.helpers import add_page, admin_url, change_url
 from tests.admin.rows import ROWS
@@ -158,10 +159,12 @@ VIEW_EXCEPTIONS = {
     "core.ApiKey": ADMINS,
     "members.Invitation": ADMINS,
     "webhooks.Webhook": STAFF_UP,
+    "sso.SsoProvider": ADMINS,
+    "sso.SsoIdentity": ADMINS,
 }
 ADMIN_WRITES = {
     "core.Membership", "core.ApiKey", "members.Invitation", "agents.LLMProvider",
-    "usage.Budget", "usage.EvaluationBudget", "usage.ModelPrice",
+    "usage.Budget", "usage.EvaluationBudget", "usage.ModelPrice", "sso.SsoProvider",
 }  # fmt: skip
 ADMIN_SUPERUSER_WRITES = {"tools.Tool"}
 ADD_EXCEPTIONS = {
@@ -169,9 +172,11 @@ ADD_EXCEPTIONS = {
     "memory.LearnedPattern": NOBODY,  # learned from good runs, never added by hand
     "evals.DatasetVersion": NOBODY,  # made by a change to a case, no add page
     "evals.Experiment": NOBODY,  # started from a dataset's page, no add page
+    "sso.SsoIdentity": NOBODY,  # written by a sign-in only
 }
 CHANGE_EXCEPTIONS = {
     "members.Invitation": NOBODY,  # resent or revoked, never edited
+    "sso.SsoIdentity": NOBODY,  # written by a sign-in only
     "evals.Canary": NOBODY,  # promoted or stopped by its page's actions, never edited
 }
 
@@ -200,9 +205,34 @@ def _api_key_row(agency: Agency) -> ApiKey:
     return key
 
 
+def _sso_provider_row(agency: Agency) -> Any:
+    from core import tenancy
+
+    with tenancy.agency_context(agency.id):
+        return SsoProvider.objects.create(
+            agency=agency, slug=f"m-{uuid.uuid4().hex[:8]}", display_name="Matrix SSO",
+            issuer="https://login.example.com", client_id="c", allowed_domains=["example.com"],
+        )  # fmt: skip
+
+
+def _sso_identity_row(agency: Agency) -> Any:
+    from django.utils import timezone
+
+    from core import tenancy
+
+    provider = _sso_provider_row(agency)
+    user = member(agency, Role.VIEWER)
+    with tenancy.agency_context(agency.id):
+        return SsoIdentity.objects.create(
+            agency=agency, provider=provider, subject="s", user=user, last_login_at=timezone.now()
+        )
+
+
 MORE_ROWS: dict[type[Any], Callable[[Agency], Any]] = {
     ApiKey: _api_key_row,
     Invitation: lambda a: invite(a, f"{uuid.uuid4().hex[:8]}@example.com"),
+    SsoProvider: _sso_provider_row,
+    SsoIdentity: _sso_identity_row,
 }
 AGENCY_MODELS = sorted(
     (m for m in admin.site._registry if issubclass(m, AgencyOwnedModel)),

@@ -76,6 +76,7 @@ from tests.memory.learning.factories import (
     PatternUseFactory,
     RunQualityFactory,
 )
+from tests.sso.helpers import sso_rows
 from tests.tools.factories import McpServerFactory, ToolCallFactory, ToolFactory
 from tests.usage.factories import (
     BudgetFactory,
@@ -105,6 +106,7 @@ def populate(agency: Agency) -> Agent:
     MembershipFactory.create(agency=agency)
     with tenancy.agency_context(agency.id):
         api_key_create(agency_id=agency.id, name="CI")
+    sso_rows(agency)  # its single sign-on provider and a member's identity
     template = AgentTemplateFactory.create(agency=agency)
     agent = AgentFactory.create(
         agency=agency, site=site, template=template, trigger_schedule="0 9 * * 1"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 
+from django.utils import timezone
+
 from core import tenancy
 from core.models import Agency, Role
-from sso.models import SsoProvider
-from tests.factories import AgencyFactory
+from sso.models import SsoIdentity, SsoProvider
+from tests.factories import AgencyFactory, MembershipFactory
 
 
 def agency_with_sso(
@@ -38,3 +40,20 @@ def agency_with_sso(
         provider.set_client_secret(client_secret)
         provider.save()
     return agency, provider
+
+
+def sso_rows(agency: Agency) -> SsoIdentity:
+    """A provider of ``agency`` and the identity of a member who signed in through it."""
+    user = MembershipFactory.create(agency=agency).user
+    with tenancy.agency_context(agency.id):
+        provider = SsoProvider.objects.create(
+            agency=agency,
+            slug=f"rows-{uuid.uuid4().hex[:8]}",
+            display_name="Rows SSO",
+            issuer="https://login.example.com",
+            client_id="c",
+            allowed_domains=["example.com"],
+        )
+        return SsoIdentity.objects.create(
+            agency=agency, provider=provider, subject="s", user=user, last_login_at=timezone.now()
+        )
