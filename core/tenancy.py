@@ -168,6 +168,62 @@ def pipeline(using: str = DEFAULT_DB_ALIAS) -> Iterator[psycopg.Connection[Any]]
         yield raw
 
 
+# Nothing written, no row locked (both assign a transaction id), no advisory lock held.
+_NOTHING_HELD = (
+    "SELECT txid_current_if_assigned() IS NULL AND NOT EXISTS ("
+    " SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory')"
+)
+
+
+@contextmanager
+def released(using: str = DEFAULT_DB_ALIAS) -> Iterator[bool]:
+    """Run the block with no transaction open on this connection, when the current one may be
+    ended and begun again without anyone seeing it: a deferred block (the runtime's step
+    transaction) that has queried, is inside no savepoint of Django's, has written nothing and
+    locks no row. Its transaction is rolled back (it has nothing to keep: at READ COMMITTED
+    each query reads its own snapshot anyway), and the next query begins a new one led by the
+    same tenant settings and statements (the step's savepoint), as the block's first query did:
+    what is written after the block still commits with the step, in one transaction.
+
+    For work that takes long and needs no database (a DuckDB query over loaded tables, a
+    sandboxed script): the connection is not left idle in a transaction meanwhile, which would
+    pin a PgBouncer server connection and hold back vacuum's horizon. Yields whether it was
+    released; when not (a write came first, a test's outer transaction, ...) the block runs
+    inside the transaction, as before."""
+    connection = connections[using]
+    deferred = next(
+        (w for w in connection.execute_wrappers if isinstance(w, _SettingsWithFirstQuery)), None
+    )
+    raw = connection.connection
+    can = (
+        deferred is not None
+        and not deferred.pending
+        and connection.in_atomic_block
+        # (None: an atomic block that made no savepoint, e.g. the manual transaction mode of a
+        # step whose COMMIT stays in flight)
+        and not any(connection.savepoint_ids)
+        and not connection.needs_rollback
+        and raw is not None
+        and raw.info.transaction_status == TransactionStatus.INTRANS
+        and raw.pgconn.pipeline_status == PipelineStatus.OFF
+    )
+    if can:
+        with connection.cursor() as cursor:
+            cursor.execute(_NOTHING_HELD)
+            can = bool(cursor.fetchone()[0])
+    if not can:
+        yield False
+        return
+    assert deferred is not None  # (checked above)
+    with connection.wrap_database_errors:
+        raw.rollback()
+        # As at the block's start (the first query's pipeline sent BEGIN itself, in autocommit
+        # mode): the next query's pipeline sends BEGIN, the settings and ``then`` again.
+        raw.autocommit = False
+    deferred.pending = True
+    yield True
+
+
 @contextmanager
 def tenant_context(
     *,

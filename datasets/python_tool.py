@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 
+from core import tenancy
 from datasets import charts, crm_source, engine, selectors, services
 from datasets.models import Dataset, DatasetSource
 from tools import sandbox
@@ -68,7 +69,9 @@ def execute_python(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agentdesk-python-") as folder:
         files = {f"{d.name}.csv": _write_csv(d, Path(folder)) for d in found}
         try:
-            result = sandbox.executor().run(sandbox.SandboxRequest(code=code, files=files))
+            # The files are written: the script runs with the step's transaction released.
+            with tenancy.released():
+                result = sandbox.executor().run(sandbox.SandboxRequest(code=code, files=files))
         except sandbox.SandboxError as error:
             raise ToolError("sandbox_unavailable", str(error)) from error
     spent = {"cpu_seconds": result.cpu_seconds, "wall_seconds": result.wall_seconds}

@@ -21,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 
+from core import tenancy
 from datasets import crm_source, engine, selectors, services, sql_policy
 from datasets.models import Dataset, DatasetSource
 from datasets.query_plan import PlanRefused, compile_plan
@@ -112,7 +113,8 @@ def _run(
     ctx: ToolContext, tool: str, checked: sql_policy.CheckedSql, args: dict[str, Any]
 ) -> dict[str, Any]:
     max_rows = settings.AGENTDESK_DATASET_RESULT_MAX_ROWS
-    with engine.sandbox(_tables(ctx, checked.datasets)) as connection:
+    # The tables are read; the query runs with the step's transaction released (no database).
+    with engine.sandbox(_tables(ctx, checked.datasets)) as connection, tenancy.released():
         try:
             result = engine.run(
                 connection,
