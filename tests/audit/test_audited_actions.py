@@ -132,6 +132,15 @@ def _mcp_server_added(agency: Agency) -> Any:
     return server, "mcp-secret-4"
 
 
+def _subscription_rotated(agency: Agency) -> Any:
+    from webhooks.outbound.services import subscription_create, subscription_rotate
+
+    subscription, _ = subscription_create(
+        agency_id=agency.pk, name="CRM", url="http://127.0.0.1:9/hook", event_types=["ai.*"]
+    )
+    return subscription_rotate(subscription=subscription)
+
+
 def _agency_retention_changed(agency: Agency) -> Any:
     with tenancy.agency_context(agency.pk):
         agency.audit_retention_days = 30
@@ -162,6 +171,11 @@ CASES: dict[str, Case] = {
                        {"secret_encrypted": [REDACTED, REDACTED]}),
     "mcp server": (_mcp_server_added, "mcp_server.created",
                    {"headers_encrypted": [None, REDACTED]}),
+    "outbound subscription": (
+        _subscription_rotated,
+        "webhook_subscription.updated",
+        {"secret_encrypted": [REDACTED, REDACTED]},
+    ),
     "agency retention": (_agency_retention_changed, "agency.updated",
                          {"audit_retention_days": [365, 30]}),
 }  # fmt: skip
