@@ -15,13 +15,16 @@ delegated agent (``waiting_agent``) is still in progress.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.db import connections, transaction
 
 from agents.models import (
@@ -33,7 +36,7 @@ from agents.models import (
     TriggerType,
 )
 from agents.services import execution_create, skipped_trigger
-from core import tenancy
+from core import realtime, tenancy
 from core.models import Role
 
 # The roles that may start runs: the API's ``POST /agents/{id}/execute/`` needs a writing role
@@ -44,6 +47,8 @@ WAITING_FOR_A_PERSON: frozenset[str] = frozenset(
 )
 _POLL_FIRST_S = 0.05  # the first look after a start; each next one waits 1.5 times longer...
 _POLL_MAX_S = 0.5  # ...up to this
+_WAKE_FALLBACK_S = 2.0  # an async wait told of changes looks anyway this often (a lost event)
+logger = logging.getLogger(__name__)
 
 
 class RunNotStarted(Exception):
@@ -237,14 +242,61 @@ def run_wait(
 async def run_wait_async(
     *, agency_id: uuid.UUID, execution_id: uuid.UUID, timeout_s: float
 ) -> RunOutcome | None:
-    """:func:`run_wait` for async callers: the looks in worker threads, the pauses in the loop
-    (no thread is held while waiting)."""
+    """:func:`run_wait` for async callers: the looks in worker threads, no thread held while
+    waiting. Between looks it listens to the agency's live events (the status changes the
+    lifecycle broadcasts after each commit, :mod:`agents.lifecycle.broadcasting`) and looks again
+    when this run's status changed, else every ``_WAKE_FALLBACK_S`` in case an event was lost;
+    without the channel layer (Redis unreachable) it polls as :func:`run_wait` does. The
+    agency's group, not the run's: a listener there would make the runtime stream the run's
+    tokens to nobody."""
     deadline = time.monotonic() + timeout_s
     pause = _POLL_FIRST_S
-    while True:
-        outcome = await in_agency(agency_id, run_outcome, execution_id=execution_id)
-        left = deadline - time.monotonic()
-        if outcome is None or outcome.settled or left <= 0:
-            return outcome
-        await asyncio.sleep(min(pause, left))
-        pause = min(pause * 1.5, _POLL_MAX_S)
+    async with _status_changes(agency_id, execution_id) as changed:
+        while True:
+            if changed is not None:
+                changed.clear()  # before the look: a change after it wakes the wait below
+            outcome = await in_agency(agency_id, run_outcome, execution_id=execution_id)
+            left = deadline - time.monotonic()
+            if outcome is None or outcome.settled or left <= 0:
+                return outcome
+            if changed is None:
+                await asyncio.sleep(min(pause, left))
+                pause = min(pause * 1.5, _POLL_MAX_S)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(_WAKE_FALLBACK_S, left))
+
+
+@contextlib.asynccontextmanager
+async def _status_changes(
+    agency_id: uuid.UUID, execution_id: uuid.UUID
+) -> AsyncIterator[asyncio.Event | None]:
+    """An event set whenever the run's status changes (``None``: no channel layer to listen
+    to), for the block's duration."""
+    layer = get_channel_layer()
+    group = realtime.agency_group(agency_id)
+    try:
+        if layer is None:
+            raise RuntimeError("no channel layer")
+        channel = await layer.new_channel()
+        await layer.group_add(group, channel)
+    except Exception as exc:  # Redis down: poll instead (the run goes on regardless)
+        logger.warning("waiting for run %s by polling: %s", execution_id, exc)
+        yield None
+        return
+    changed = asyncio.Event()
+    wanted = str(execution_id)
+
+    async def listen() -> None:
+        while True:
+            message = await layer.receive(channel)
+            if message.get("execution_id") == wanted and message.get("kind") == "status":
+                changed.set()
+
+    listening = asyncio.ensure_future(listen())
+    try:
+        yield changed
+    finally:
+        listening.cancel()
+        with contextlib.suppress(Exception):
+            await layer.group_discard(group, channel)
