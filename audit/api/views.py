@@ -30,6 +30,7 @@ from audit.selectors import audit_entries, iterate
 from audit.services import audit_record
 from core import tenancy
 from core.api.base import TenantScopedView
+from core.api.exceptions import RULE
 from core.api.permissions import ADMIN_ROLES
 from core.api.principal import Principal
 
@@ -82,7 +83,8 @@ class AuditExportQuery(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         since, until = attrs.get("since"), attrs.get("until")
         if since is not None and until is not None and since >= until:
-            raise serializers.ValidationError({"until": ["Must be after since."]})
+            # Schema-valid, but no range: a 422 (core.api.exceptions.RULE).
+            raise serializers.ValidationError({"until": ["Must be after since."]}, code=RULE)
         return attrs
 
 
