@@ -6,6 +6,8 @@ keeps its transaction. Outermost blocks only: committed data (``live_db``)."""
 
 from __future__ import annotations
 
+import uuid
+
 import psycopg
 import pytest
 from django.db import connection
@@ -53,7 +55,7 @@ def test_a_block_that_only_read_is_idle_meanwhile_and_goes_on_as_one_transaction
         assert _sites() == ["a1", "kept"]
 
 
-def _step_that_fails(agency_id: object) -> None:
+def _step_that_fails(agency_id: uuid.UUID) -> None:
     with tenancy.agency_context(agency_id, then=[f"SAVEPOINT {SAVEPOINT}"], defer=True):
         assert _sites() == []
         with tenancy.released() as released:
