@@ -42,6 +42,10 @@ _request: contextvars.ContextVar[HttpRequest | None] = contextvars.ContextVar(
 _actor: contextvars.ContextVar[Actor | None] = contextvars.ContextVar(
     "agentdesk_audit_actor", default=None
 )
+# Agencies being deleted (audit.receivers): their rows' deletions are not recorded.
+deleting: contextvars.ContextVar[frozenset[Any]] = contextvars.ContextVar(
+    "agentdesk_audit_deleting_agencies", default=frozenset()
+)
 
 
 def normalized_ip(raw: str | None) -> str:
@@ -102,10 +106,13 @@ def actor_context(actor: Actor) -> Iterator[None]:
 
 @contextmanager
 def request_context(request: HttpRequest) -> Iterator[None]:
-    token = _request.set(request)
+    # Each request starts with no agency being deleted: one whose deletion failed half-way (no
+    # post_delete) is not left marked in this thread's context for later requests.
+    token, marks = _request.set(request), deleting.set(frozenset())
     try:
         yield
     finally:
+        deleting.reset(marks)
         _request.reset(token)
 
 

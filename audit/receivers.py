@@ -8,7 +8,6 @@ entries go with it); the deletion itself goes to the platform chain.
 
 from __future__ import annotations
 
-import contextvars
 import uuid
 from typing import Any
 
@@ -21,6 +20,7 @@ from django.http import HttpRequest
 
 from audit.chain import REDACTED, jsonable
 from audit.context import Actor, actor_context, actor_for_request, current_actor
+from audit.context import deleting as _deleting
 from audit.models import ActorType
 from audit.registry import AUDITED, Audited, Changes
 from audit.services import audit_record
@@ -29,9 +29,6 @@ from core.models import Agency
 from core.selectors import membership_for_user
 
 _BEFORE = "_audit_before"
-_deleting: contextvars.ContextVar[frozenset[uuid.UUID]] = contextvars.ContextVar(
-    "agentdesk_audit_deleting_agencies", default=frozenset()
-)
 _specs: dict[type[models.Model], Audited] = {}
 
 
