@@ -58,6 +58,14 @@ EXPECTED_OPERATIONS |= {
     "webhooks_destroy", "webhooks_rotate",
 }  # fmt: skip
 
+# Outbound webhooks (issue 31, webhooks/outbound/): subscriptions, their deliveries, a resend.
+EXPECTED_OPERATIONS |= {
+    "outbound_webhooks_list", "outbound_webhooks_create", "outbound_webhooks_retrieve",
+    "outbound_webhooks_partial_update", "outbound_webhooks_destroy", "outbound_webhooks_rotate",
+    "outbound_webhook_deliveries_list", "outbound_webhook_deliveries_retrieve",
+    "outbound_webhook_deliveries_resend",
+}  # fmt: skip
+
 # Learning (issue 19, memory/learning/): a run's quality and its mark, an agent's patterns.
 EXPECTED_OPERATIONS |= {
     "executions_quality_retrieve", "executions_quality_mark", "agents_patterns_list",

@@ -1,9 +1,11 @@
 """Outbound webhooks over REST: agency admins and staff only; the secret in the answers to create
-and rotate and nowhere else; a 400 naming what is wrong with a URL or an event type; another
-agency's subscription or delivery is a 404; a delivery sent again by hand."""
+and rotate and nowhere else; a 400 or 422 naming what is wrong with a URL or an event type; another
+agency's subscription or delivery is a 404; a delivery sent again by hand. A URL or event type of
+the wrong form is a 400, one of the right form that cannot be used a 422."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -63,25 +65,27 @@ def test_viewers_and_approvers_may_not_see_them(tenant_a: Tenant, role: str) -> 
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "words"),
+    ("field", "value", "status", "words"),
     [
-        ("url", "ftp://example.com/hook", "must start with https:// or http://"),
-        ("url", "not a url at all", "must start with"),
-        ("url", "http://169.254.169.254/latest", "cloud metadata address"),
-        ("url", "http://10.1.2.3/hook", "private address"),
-        ("event_types", ["ai.execution.complete"], "not an event the platform emits"),
-        ("event_types", ["AI.Execution"], "not an event type"),
-        ("event_types", ["ai.**"], "not an event type"),
-        ("event_types", [], "at least one"),
+        # The wrong form: the schema says so (400).
+        ("url", "ftp://example.com/hook", 400, "must start with https:// or http://"),
+        ("url", "not a url at all", 400, "must start with https:// or http://"),
+        ("event_types", ["AI.Execution"], 400, "Not an event type"),
+        ("event_types", ["ai.**"], 400, "Not an event type"),
+        ("event_types", [], 400, "empty"),
+        # The right form, but not usable (422).
+        ("url", "http://169.254.169.254/latest", 422, "cloud metadata address"),
+        ("url", "http://10.1.2.3/hook", 422, "private address"),
+        ("event_types", ["ai.execution.complete"], 422, "not an event the platform emits"),
     ],
 )
-def test_a_bad_url_or_event_type_is_a_400_that_says_why(
-    tenant_a: Tenant, field: str, value: object, words: str
+def test_a_bad_url_or_event_type_is_refused_saying_why(
+    tenant_a: Tenant, field: str, value: object, status: int, words: str
 ) -> None:
     client = token_client(tenant_a.users[Role.ADMIN])
     answer = _create(client, **{field: value})
-    errors = fields_of(answer)
-    assert words in " ".join(errors[field]), errors
+    errors = fields_of(answer, status)
+    assert words in json.dumps(errors[field]), errors
     with tenancy.agency_context(tenant_a.agency.id):
         assert not Subscription.objects.exists()
 
@@ -89,14 +93,14 @@ def test_a_bad_url_or_event_type_is_a_400_that_says_why(
 @override_settings(AGENTDESK_OUTBOUND_WEBHOOK_ALLOW_HTTP=False)
 def test_outside_development_only_https_urls_are_taken(tenant_a: Tenant) -> None:
     client = token_client(tenant_a.users[Role.ADMIN])
-    errors = fields_of(_create(client))
+    errors = fields_of(_create(client), 422)
     assert "must start with https://" in errors["url"][0]
 
 
 @override_settings(AGENTDESK_OUTBOUND_WEBHOOK_PRIVATE_NETWORKS=[])
 def test_a_loopback_receiver_is_refused_outside_the_tests_settings(tenant_a: Tenant) -> None:
     client = token_client(tenant_a.users[Role.ADMIN])
-    errors = fields_of(_create(client))
+    errors = fields_of(_create(client), 422)
     assert "loopback address" in errors["url"][0]
 
 

@@ -38,6 +38,8 @@ AI_EVENT_TYPES = (
     "ai.version.rolled_back",
     "ai.webhook.disabled",
 )
+# An entry's form, for the API's schema too: a type, a pattern over leading names, or *.
+ENTRY_REGEX = r"^(\*|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*\.([a-z0-9_]+|\*))$"
 _TYPE = re.compile(EVENT_TYPE_REGEX)
 _PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*\.\*$")
 

@@ -31,6 +31,12 @@ def _invalid(field: str, message: str) -> ApplicationError:
     return ApplicationError("invalid", message, fields={field: [message]})
 
 
+def _refused(field: str, code: str, message: str) -> ApplicationError:
+    """A value of the right form that cannot be used (an address refused, an event the platform
+    does not emit): the API's 422 (README "Errors")."""
+    return ApplicationError(code, message, status=422, fields={field: [message]})
+
+
 def allowed_private_networks() -> tuple[IPNetwork, ...]:
     """``AGENTDESK_OUTBOUND_WEBHOOK_PRIVATE_NETWORKS``: non-public networks deliveries may go to
     (the test settings' loopback receivers). Cloud metadata addresses never."""
@@ -53,7 +59,7 @@ def clean_url(url: str) -> str:
     schemes = ("https", "http") if settings.AGENTDESK_OUTBOUND_WEBHOOK_ALLOW_HTTP else ("https",)
     if parsed.scheme not in schemes:
         shown = " or ".join(f"{scheme}://" for scheme in schemes)
-        raise _invalid("url", f"The URL must start with {shown}.")
+        raise _refused("url", "invalid_url", f"The URL must start with {shown}.")
     if parsed.fragment:
         raise _invalid("url", "The URL must not have a #fragment.")
     try:
@@ -61,7 +67,7 @@ def clean_url(url: str) -> str:
             parsed, resolver=system_resolver, allowed_private_networks=allowed_private_networks()
         )
     except FetchError as exc:
-        raise _invalid("url", exc.message) from None
+        raise _refused("url", "invalid_url", exc.message) from None
     return url
 
 
@@ -74,7 +80,7 @@ def _clean(*, name: str, event_types: list[str]) -> tuple[str, list[str]]:
     try:
         return name, clean_event_types(event_types)
     except BadEventTypes as exc:
-        raise _invalid("event_types", str(exc)) from None
+        raise _refused("event_types", "invalid_event_types", str(exc)) from None
 
 
 def _saved(subscription: Subscription, **kwargs: list[str]) -> None:

@@ -8,8 +8,38 @@ from typing import Any
 from rest_framework import serializers
 
 from core.api.fields import StrictSerializer
+from webhooks.outbound.events import ENTRY_REGEX, MAX_ENTRIES
 from webhooks.outbound.models import Delivery, DeliveryAttempt, Subscription
 from webhooks.outbound.services import MAX_OVERLAP_SECONDS, MAX_URL
+
+# The form of a URL and of an entry (a 400); whether a URL's host may be reached and an ai.* name
+# is one the platform emits are the services' to say (a 422).
+URL_REGEX = r"^https?://[^\s#]+$"
+_URL_ERRORS: dict[str, Any] = {
+    "invalid": "The URL must start with https:// or http://, without spaces or #."
+}
+_ENTRY_ERRORS: dict[str, Any] = {
+    "invalid": "Not an event type (lowercase dotted names like ai.execution.completed), a "
+    "pattern like ai.* or ai.execution.*, or *."
+}
+
+
+def _url_field(*, required: bool = True) -> serializers.RegexField:
+    return serializers.RegexField(
+        URL_REGEX, max_length=MAX_URL, error_messages=_URL_ERRORS, required=required
+    )
+
+
+def _event_types_field(*, required: bool = True) -> serializers.ListField:
+    entry = serializers.RegexField(ENTRY_REGEX, max_length=200, error_messages=_ENTRY_ERRORS)
+    return serializers.ListField(
+        child=entry,
+        allow_empty=False,
+        max_length=MAX_ENTRIES,
+        help_text=_TYPES_HELP,
+        required=required,
+    )
+
 
 _TYPES_HELP = (
     "Event types (ai.execution.completed, ai.execution.failed, ai.approval.requested, ...) or "
@@ -60,23 +90,15 @@ class SubscriptionSecretSerializer(SubscriptionSerializer):
 
 class SubscriptionCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
-    # A CharField, not a URLField: the services say what is wrong with a URL (scheme, address).
-    url = serializers.CharField(max_length=MAX_URL)
-    event_types = serializers.ListField(
-        child=serializers.CharField(max_length=200), max_length=50, help_text=_TYPES_HELP
-    )
+    url = _url_field()
+    event_types = _event_types_field()
     is_active = serializers.BooleanField(default=True)
 
 
 class SubscriptionUpdateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200, required=False)
-    url = serializers.CharField(max_length=MAX_URL, required=False)
-    event_types = serializers.ListField(
-        child=serializers.CharField(max_length=200),
-        max_length=50,
-        required=False,
-        help_text=_TYPES_HELP,
-    )
+    url = _url_field(required=False)
+    event_types = _event_types_field(required=False)
     is_active = serializers.BooleanField(
         required=False, help_text="true activates it again after an automatic disabling."
     )

@@ -8,7 +8,12 @@ from typing import Any
 
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -42,6 +47,19 @@ _EXAMPLE = {
 }
 
 
+@extend_schema_view(
+    list=extend_schema(
+        operation_id="outbound_webhooks_list", summary="The agency's outbound webhooks"
+    ),
+    retrieve=extend_schema(
+        operation_id="outbound_webhooks_retrieve", summary="One outbound webhook"
+    ),
+    destroy=extend_schema(
+        operation_id="outbound_webhooks_destroy",
+        summary="Delete an outbound webhook",
+        description="Its deliveries and their attempts go with it.",
+    ),
+)
 class SubscriptionViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, TenantViewSet
 ):
@@ -65,7 +83,9 @@ class SubscriptionViewSet(
         description=(
             "Answers with the signing `secret` (whsec_...), shown in this response only. "
             'Deliveries are signed as Standard Webhooks says (README "Outbound webhooks"). '
-            "A URL that is not https, or whose host is a private address, is a 400."
+            "A URL or an event type of the wrong form is a 400; one that cannot be used (a "
+            "host with a private address or that does not resolve, http:// outside development, "
+            "an ai.* name the platform does not emit) a 422 naming why."
         ),
         request=SubscriptionCreateSerializer,
         responses={201: SubscriptionSecretSerializer},
