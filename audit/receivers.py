@@ -112,7 +112,10 @@ def _after_delete(sender: type[models.Model], instance: models.Model, **kwargs: 
         return
     if spec.agency_of(instance) in _deleting.get():
         return
-    _record(spec, instance, spec.action_for("deleted", {}) or f"{spec.name}.deleted", {})
+    # None: the model records only some actions (an approval its decision), not its deletion
+    # (with its run, e.g. past the execution retention).
+    if (action := spec.action_for("deleted", {})) is not None:
+        _record(spec, instance, action, {})
 
 
 def _record(spec: Audited, instance: models.Model, action: str, changes: Changes) -> None:
