@@ -28,6 +28,7 @@ from unfold.admin import StackedInline as UnfoldStackedInline
 from unfold.admin import TabularInline as UnfoldTabularInline
 
 from agents.models import Agent
+from audit.models import AuditEntry
 from core.models import Agency, AgencyOwnedModel, Role, User
 from tests.admin.conftest import member
 from tests.admin.helpers import add_page, admin_url, change_url
@@ -191,8 +192,15 @@ def _platform_rows(superuser: User, agency: Agency) -> dict[type[Any], tuple[Any
 
 # Recorded by the platform, never added by hand: their add page is refused.
 RECORDED_PLATFORM_MODELS = {AccessAttempt}  # failed logins (django-axes)
+# An agency's audit log, though not an AgencyOwnedModel (the platform's own chain has no
+# agency): its pages, read-only for every role, are tested in tests/audit/test_admin.py.
+AGENCY_SCOPED_ELSEWHERE = {AuditEntry}
 PLATFORM_MODELS = sorted(
-    (m for m in admin.site._registry if not issubclass(m, AgencyOwnedModel)),
+    (
+        m
+        for m in admin.site._registry
+        if not issubclass(m, AgencyOwnedModel) and m not in AGENCY_SCOPED_ELSEWHERE
+    ),
     key=lambda m: m._meta.label,
 )
 
