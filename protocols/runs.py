@@ -9,7 +9,8 @@ transaction, and gives the connection back to the pool afterwards.
 
 A run is *settled* for the caller when it ended (completed, failed, cancelled, timed out) or
 waits for a person (an approval, an answer): waiting longer would not help. A run waiting for a
-delegated agent (``waiting_agent``) is still in progress.
+delegated agent (``waiting_agent``) or parked on a clock (the ``wait`` tool, a provider's rate
+limit: ``waiting_input`` with such an ``input_request`` kind) is still in progress.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ RUN_ROLES: frozenset[str] = frozenset({Role.ADMIN, Role.STAFF})
 WAITING_FOR_A_PERSON: frozenset[str] = frozenset(
     {ExecutionStatus.WAITING_APPROVAL, ExecutionStatus.WAITING_INPUT}
 )
+# A run parked on a clock (the `wait` tool, a provider's rate limit) waits for no person.
+TIMER_KINDS: frozenset[str] = frozenset({"timer", "provider_rate_limit"})
 _POLL_FIRST_S = 0.05  # the first look after a start; each next one waits 1.5 times longer...
 _POLL_MAX_S = 0.5  # ...up to this
 _WAKE_FALLBACK_S = 2.0  # an async wait told of changes looks anyway this often (a lost event)
@@ -94,7 +97,8 @@ class RunOutcome:
 
     @property
     def waiting_for_a_person(self) -> bool:
-        return self.status in WAITING_FOR_A_PERSON
+        on_a_clock = self.input_request.get("kind") in TIMER_KINDS
+        return self.status in WAITING_FOR_A_PERSON and not on_a_clock
 
     @property
     def settled(self) -> bool:

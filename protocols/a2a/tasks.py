@@ -31,6 +31,7 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.struct_pb2 import Struct, Value
 
 from agents.models import Execution, ExecutionStatus
+from protocols.runs import TIMER_KINDS
 
 # Kept in the run's trigger data (beside protocols.runs' ``_via``): the caller's context id.
 CONTEXT_KEY = "_a2a_context_id"
@@ -46,8 +47,6 @@ STATES: dict[str, int] = {
     ExecutionStatus.TIMED_OUT: TaskState.TASK_STATE_FAILED,
     ExecutionStatus.CANCELLED: TaskState.TASK_STATE_CANCELED,
 }
-# A run parked on a clock (the `wait` tool, a provider's rate limit) waits for no person.
-TIMER_KINDS = frozenset({"timer", "provider_rate_limit"})
 # A stream ends at these (A2A: terminal, or interrupted until the client acts).
 FINAL_STATES = frozenset(
     {

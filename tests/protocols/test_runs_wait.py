@@ -59,3 +59,24 @@ def test_the_async_wait_wakes_on_the_runs_status_change(
 
     assert outcome is not None
     assert outcome.status == ExecutionStatus.CANCELLED
+
+
+@pytest.mark.parametrize(
+    ("status", "input_request", "settled"),
+    [
+        (ExecutionStatus.WAITING_APPROVAL, {}, True),
+        (ExecutionStatus.WAITING_INPUT, {"kind": "question"}, True),
+        # The `wait` tool's timer and a provider's rate limit wait for no person: waiting helps.
+        (ExecutionStatus.WAITING_INPUT, {"kind": "timer"}, False),
+        (ExecutionStatus.WAITING_INPUT, {"kind": "provider_rate_limit"}, False),
+        (ExecutionStatus.WAITING_AGENT, {}, False),
+        (ExecutionStatus.COMPLETED, {}, True),
+    ],
+)
+def test_a_run_parked_on_a_clock_is_not_settled_for_a_caller_waiting_on_it(
+    status: str, input_request: dict[str, str], settled: bool
+) -> None:
+    outcome = runs.RunOutcome(
+        execution_id=uuid.uuid4(), agent_id=uuid.uuid4(), status=status, input_request=input_request
+    )
+    assert outcome.settled is settled
