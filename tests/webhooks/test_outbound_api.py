@@ -72,7 +72,7 @@ def test_viewers_and_approvers_may_not_see_them(tenant_a: Tenant, role: str) -> 
         ("url", "not a url at all", 400, "must start with https:// or http://"),
         ("event_types", ["AI.Execution"], 400, "Not an event type"),
         ("event_types", ["ai.**"], 400, "Not an event type"),
-        ("event_types", [], 400, "empty"),
+        ("event_types", [], 400, "at least 1"),
         # The right form, but not usable (422).
         ("url", "http://169.254.169.254/latest", 422, "cloud metadata address"),
         ("url", "http://10.1.2.3/hook", 422, "private address"),

@@ -55,7 +55,7 @@ def clean_url(url: str) -> str:
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise _invalid("url", f"Not a URL: {exc}.") from None
+        raise _refused("url", "invalid_url", f"Not a URL: {exc}.") from None
     schemes = ("https", "http") if settings.AGENTDESK_OUTBOUND_WEBHOOK_ALLOW_HTTP else ("https",)
     if parsed.scheme not in schemes:
         shown = " or ".join(f"{scheme}://" for scheme in schemes)

@@ -34,7 +34,7 @@ def _event_types_field(*, required: bool = True) -> serializers.ListField:
     entry = serializers.RegexField(ENTRY_REGEX, max_length=200, error_messages=_ENTRY_ERRORS)
     return serializers.ListField(
         child=entry,
-        allow_empty=False,
+        min_length=1,  # minItems in the schema (allow_empty=False is not shown there)
         max_length=MAX_ENTRIES,
         help_text=_TYPES_HELP,
         required=required,
