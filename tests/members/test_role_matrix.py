@@ -51,8 +51,9 @@ NOBODY: frozenset[str] = frozenset()  # superusers only
 # --- the API ----------------------------------------------------------------------------------
 
 API_ADMIN_ONLY = {"api-keys", "invitations", "audit"}  # reads included
-# An agent's inbound webhooks (their URLs, secrets' rotation): staff and admins, reads included.
-STAFF_ONLY = re.compile(r"^/api/v1/agents/\{[^}]+\}/webhooks/")
+# An agent's inbound webhooks and the agency's outbound ones (their URLs, secrets' rotation,
+# deliveries): staff and admins, reads included.
+STAFF_ONLY = re.compile(r"^/api/v1/(agents/\{[^}]+\}/webhooks|outbound-webhooks)/")
 API_ADMIN_WRITES = {"members", "llm-providers", "model-prices", "budgets"}
 API_SUPERUSER_WRITES = {"tools"}  # the platform's tool catalogue (not agents/{id}/tools/)
 DECISIONS = re.compile(r"/(decide|answer)/$")
@@ -159,6 +160,8 @@ VIEW_EXCEPTIONS = {
     "core.ApiKey": ADMINS,
     "members.Invitation": ADMINS,
     "webhooks.Webhook": STAFF_UP,
+    "webhooks.Subscription": STAFF_UP,
+    "webhooks.Delivery": STAFF_UP,
     "sso.SsoProvider": ADMINS,
     "sso.SsoIdentity": ADMINS,
 }

@@ -86,6 +86,7 @@ from tests.usage.factories import (
 )
 from tests.webhooks.factories import WebhookDeliveryFactory
 from usage.models import EvaluationBudget
+from webhooks.outbound.models import Delivery, DeliveryAttempt, Subscription
 
 pytestmark = pytest.mark.django_db
 
@@ -152,6 +153,23 @@ def populate(agency: Agency) -> Agent:
     EmailMessageFactory.create(contact=contact, execution=run)
     FormSubmissionFactory.create(agency=agency, site=site, contact=contact)
     WebhookDeliveryFactory.create(webhook__agent=agent, execution=run)
+    # Issue 31: an outbound webhook subscription, a delivery of it and its attempt.
+    with tenancy.agency_context(agency.id):
+        subscription = Subscription.objects.create(
+            agency=agency,
+            name="Outbound",
+            url="https://hooks.example.com/in",
+            event_types=["ai.*"],
+            secret_encrypted="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        )
+        delivery = Delivery.objects.create(
+            agency=agency,
+            subscription=subscription,
+            event_id=uuid.uuid4(),
+            event_type="ai.execution.completed",
+            payload={},
+        )
+        DeliveryAttempt.objects.create(agency=agency, delivery=delivery, number=1, latency_ms=5)
     # Issues 18 and 19: idempotency keys, invitations, MCP servers, flow analysis, learning.
     with tenancy.agency_context(agency.id):
         IdempotencyRecord.objects.create(
