@@ -139,4 +139,9 @@ AUDITED: tuple[Audited, ...] = (
     # Outbound webhook subscriptions (webhooks/outbound/): their delivery counters are not.
     Audited("webhooks.Subscription", "webhook_subscription",
             skip=frozenset({"consecutive_failures"})),
+    # Single sign-on: who may sign in, with which role (the client secret redacted).
+    Audited("sso.SsoProvider", "sso_provider"),
+    # An agency's data files: uploaded, registered, described, deleted (by staff, or past the
+    # dataset retention); their rows and inferred columns (sample values) are not written.
+    Audited("datasets.Dataset", "dataset", skip=frozenset({"columns"})),
 )  # fmt: skip

@@ -3,6 +3,7 @@ object, the changed fields' before and after, and secrets never written (table-d
 
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 from collections.abc import Callable
@@ -23,7 +24,9 @@ from audit.models import ActorType, AuditEntry
 from core import tenancy
 from core.api_keys.services import api_key_create, api_key_revoke
 from core.models import Agency, Role
+from datasets.services import dataset_delete, dataset_upload
 from members.services import invitation_create, invitation_revoke, membership_change_role
+from sso.models import SsoProvider
 from tests.agents.factories import AgentFactory, ExecutionFactory
 from tests.approvals.factories import ApprovalFactory
 from tests.factories import AgencyFactory, MembershipFactory
@@ -141,6 +144,29 @@ def _subscription_rotated(agency: Agency) -> Any:
     return subscription_rotate(subscription=subscription)
 
 
+def _sso_provider_added(agency: Agency) -> Any:
+    provider = SsoProvider(
+        agency=agency,
+        slug="acme",
+        display_name="Acme SSO",
+        issuer="https://login.example.com",
+        client_id="agentdesk",
+        allowed_domains=["example.com"],
+    )
+    provider.set_client_secret("sso-secret-5")
+    provider.save()
+    return provider, "sso-secret-5"
+
+
+def _dataset_deleted(agency: Agency) -> Any:
+    dataset = dataset_upload(
+        agency=agency, name="sales", file_name="sales.csv", content=b"customer,value\nAcme,5\n"
+    )
+    deleted = copy.copy(dataset)  # (a deleted instance's pk is None)
+    dataset_delete(dataset=dataset)
+    return deleted, None
+
+
 def _agency_retention_changed(agency: Agency) -> Any:
     with tenancy.agency_context(agency.pk):
         agency.audit_retention_days = 30
@@ -169,6 +195,10 @@ CASES: dict[str, Case] = {
                          "decision_reason": ["", "Too many recipients"]}),
     "webhook secret": (_webhook_rotated, "webhook.updated",
                        {"secret_encrypted": [REDACTED, REDACTED]}),
+    "sso provider": (_sso_provider_added, "sso_provider.created",
+                     {"client_secret_encrypted": [None, REDACTED],
+                      "issuer": [None, "https://login.example.com"]}),
+    "dataset deleted": (_dataset_deleted, "dataset.deleted", {}),
     "mcp server": (_mcp_server_added, "mcp_server.created",
                    {"headers_encrypted": [None, REDACTED]}),
     "outbound subscription": (
