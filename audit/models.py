@@ -33,15 +33,19 @@ class AuditEntry(models.Model):
     seq = models.BigIntegerField(help_text="Position in the agency's chain (1, 2, ...).")
     at = models.DateTimeField()
     actor_type = models.CharField(max_length=16, choices=ActorType.choices)
-    actor_user_id = models.BigIntegerField(null=True, blank=True)  # kept after the user goes
-    actor_api_key = models.CharField(max_length=32, blank=True, help_text="The key's prefix.")
-    actor_display = models.CharField(max_length=255, blank=True)
+    actor_user_id = models.BigIntegerField(
+        "user ID", null=True, blank=True
+    )  # kept after the user goes
+    actor_api_key = models.CharField(
+        "API key", max_length=32, blank=True, help_text="The key's prefix."
+    )
+    actor_display = models.CharField("actor", max_length=255, blank=True)
     ip = models.CharField("IP address", max_length=45, blank=True)
     user_agent = models.CharField(max_length=512, blank=True)
     action = models.CharField(max_length=64)
     object_type = models.CharField(max_length=100, blank=True)
-    object_id = models.CharField(max_length=64, blank=True)
-    object_repr = models.CharField(max_length=255, blank=True)
+    object_id = models.CharField("object ID", max_length=64, blank=True)
+    object_repr = models.CharField("object", max_length=255, blank=True)
     changes = models.JSONField(default=dict, blank=True)  # {field: [before, after]}
     prev_hash = models.CharField(max_length=64, blank=True)
     hash = models.CharField(max_length=64)
