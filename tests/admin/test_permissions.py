@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from agents.models import AgentTemplate, Execution, ExecutionStatus
 from approvals.models import RiskRule
+from audit.models import AuditEntry
 from core import tenancy
 from core.admin_scoping import ReadOnlyAdminMixin
 from core.models import Agency, Role, User
@@ -31,8 +32,13 @@ from usage.models import Budget
 
 pytestmark = pytest.mark.django_db
 
+# (The audit log's entries, read-only for everyone too: tests/audit/test_admin.py.)
 READ_ONLY = sorted(
-    (m for m, a in admin.site._registry.items() if isinstance(a, ReadOnlyAdminMixin)),
+    (
+        m
+        for m, a in admin.site._registry.items()
+        if isinstance(a, ReadOnlyAdminMixin) and m is not AuditEntry
+    ),
     key=lambda m: m._meta.label,
 )
 
