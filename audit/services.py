@@ -53,7 +53,10 @@ def audit_record(
 
     In the caller's transaction (a savepoint), so an entry stands or falls with the change it
     records. The chain's head row is locked (``SELECT ... FOR UPDATE``) until that transaction
-    ends: entries of one agency are appended one at a time, each hashing the one before.
+    ends: entries of one agency are appended one at a time, each hashing the one before. So a
+    transaction that changes several rows takes their locks before its first audited change
+    (:func:`approvals.bulk.approval_bulk_approve`): locking a row after auditing could wait
+    for another transaction that holds it and waits for the chain, a deadlock.
     ``changes``: ``{field: [before, after]}``, secrets already replaced by the caller
     (:data:`audit.chain.REDACTED`). ``actor``: default, the current request's or the system.
     """

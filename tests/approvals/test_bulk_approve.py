@@ -8,12 +8,17 @@ from __future__ import annotations
 import secrets
 import string
 import threading
+import time
 from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
 
+from approvals.bulk import BulkOutcome, approval_bulk_approve
 from approvals.models import Approval, ApprovalStatus, RiskLevel
+from audit.models import AuditChain
+from audit.services import audit_record
 from core import tenancy
 from core.models import Event, Role
 from tests.approvals.inbox_helpers import waiting_approval
@@ -82,3 +87,70 @@ def test_two_approvers_bulk_approving_overlapping_selections_decide_each_once(
         expected = {first.pk} if pk in only_first else {second.pk} if pk in only_second else None
         assert approval.decided_by_id in (expected or {first.pk, second.pk})
     assert high_now.status == ApprovalStatus.PENDING
+
+
+def test_a_bulk_approval_locks_every_item_before_its_first_audited_decision(
+    live_db: Any,
+) -> None:
+    """A decision's audit entry locks the agency's audit chain until the batch commits: a batch
+    that decided (and audited) its first item before taking the next one's locks held the chain
+    while waiting for a second approver who held that item and waited for the chain (a
+    deadlock, answered 503). Here the second item is held by another transaction: the batch
+    waits for it with the chain still free."""
+    agency = AgencyFactory.create()
+    first, second = sorted(
+        (waiting_approval(agency, risk=RiskLevel.LOW) for _ in range(2)),
+        key=lambda a: (a.execution_id, a.pk),
+    )
+    approver = MembershipFactory.create(agency=agency, role=Role.APPROVER).user
+    with tenancy.agency_context(agency.pk):
+        audit_record(action="test.chain_opened", agency_id=agency.pk)  # the chain's row exists
+    holding, release = threading.Event(), threading.Event()
+    outcome: list[BulkOutcome] = []
+
+    def hold_second() -> None:
+        try:
+            with tenancy.agency_context(agency.pk):
+                Approval.objects.select_for_update().get(pk=second.pk)
+                holding.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    def approve_both() -> None:
+        try:
+            with tenancy.agency_context(agency.pk):
+                outcome.append(
+                    approval_bulk_approve(
+                        agency_id=agency.pk, approval_ids=[first.pk, second.pk], user_id=approver.pk
+                    )
+                )
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_second)
+    holder.start()
+    assert holding.wait(30)
+    batch = threading.Thread(target=approve_both)
+    batch.start()
+    try:
+        waiting_on_locks = 0
+        for _ in range(300):  # until the batch waits for the held item
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+                (waiting_on_locks,) = cursor.fetchone()
+            if waiting_on_locks:
+                break
+            time.sleep(0.05)
+        assert waiting_on_locks == 1
+        with tenancy.agency_context(agency.pk):  # raises LockNotAvailable if the batch holds it
+            chain = AuditChain.objects.select_for_update(nowait=True).get(agency_id=agency.pk)
+        assert chain.head_seq >= 1
+    finally:
+        release.set()
+        holder.join(60)
+        batch.join(60)
+    assert [a.pk for a in outcome[0].approved] == [first.pk, second.pk]
