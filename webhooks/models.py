@@ -4,20 +4,20 @@ trigger payload (seed 004: webhooks as a perception source).
 The secret is stored only as a Fernet token (:mod:`core.crypto`, like LLM provider keys) and shown
 once, when it is made (create, rotate). A rotation keeps the previous secret valid until
 ``previous_secret_expires_at`` (the grace period), so that a sender can switch without losing
-deliveries. Every delivery a sender names with an id is recorded once per webhook
-(:class:`WebhookDelivery`, a unique constraint): the same id again starts nothing.
+deliveries (:mod:`webhooks.secrets`, shared with outbound subscriptions). Every delivery a
+sender names with an id is recorded once per webhook (:class:`WebhookDelivery`, a unique
+constraint): the same id again starts nothing.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
 from agents.models import Agent, Execution
-from core import crypto
 from core.models import AgencyOwnedModel
 from core.tokens import readable_secret
+from webhooks.secrets import RotatingSecretModel
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
 
@@ -28,7 +28,7 @@ def new_secret() -> str:
     return SECRET_PREFIX + readable_secret()
 
 
-class Webhook(AgencyOwnedModel):
+class Webhook(RotatingSecretModel):
     """One inbound URL of an agent: ``POST /api/v1/webhooks/<id>/`` (see README "Webhooks").
 
     Row-level security: the agency policy, plus a SELECT-only policy that shows the one row whose
@@ -41,12 +41,6 @@ class Webhook(AgencyOwnedModel):
     is_enabled = models.BooleanField(
         "enabled", default=True, help_text="A disabled webhook refuses every delivery (logged)."
     )
-    secret_encrypted = crypto.EncryptedTextField(editable=False)
-    previous_secret_encrypted = crypto.EncryptedTextField(blank=True, editable=False)
-    previous_secret_expires_at = models.DateTimeField(
-        "previous secret valid until", null=True, blank=True, editable=False
-    )
-    rotated_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_delivery_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -73,29 +67,6 @@ class Webhook(AgencyOwnedModel):
     @property
     def url(self) -> str:
         return settings.AGENTDESK_BASE_URL.rstrip("/") + self.path
-
-    def set_secret(self, secret: str) -> None:
-        """Encrypt ``secret`` into the instance; the caller saves."""
-        self.secret_encrypted = crypto.encrypt(secret)
-
-    def get_secret(self) -> str:
-        """The plaintext secret. Only signature checks (and the shown-once answer) need it."""
-        return crypto.decrypt(self.secret_encrypted)
-
-    def previous_secret_valid(self) -> bool:
-        return bool(
-            self.previous_secret_encrypted
-            and self.previous_secret_expires_at is not None
-            and self.previous_secret_expires_at > timezone.now()
-        )
-
-    def valid_secrets(self) -> list[str]:
-        """The secrets a delivery may be signed with now: the current one, and the previous one
-        during a rotation's grace period."""
-        found = [self.get_secret()]
-        if self.previous_secret_valid():
-            found.append(crypto.decrypt(self.previous_secret_encrypted))
-        return found
 
 
 class WebhookDelivery(AgencyOwnedModel):

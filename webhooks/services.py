@@ -6,15 +6,12 @@ Every writer's precondition: in the webhook's (or agent's) agency context.
 
 from __future__ import annotations
 
-import datetime
 import uuid
-
-from django.db import transaction
-from django.utils import timezone
 
 from agents.models import Agent
 from core.exceptions import ApplicationError
 from webhooks.models import Webhook, new_secret
+from webhooks.secrets import rotate_secret
 
 DEFAULT_GRACE_SECONDS = 24 * 3600
 MAX_GRACE_SECONDS = 7 * 24 * 3600
@@ -66,25 +63,7 @@ def webhook_rotate(
     if not 0 <= grace_seconds <= MAX_GRACE_SECONDS:
         message = f"Between 0 and {MAX_GRACE_SECONDS} seconds (7 days)."
         raise ApplicationError("invalid", message, fields={"grace_seconds": [message]})
-    with transaction.atomic():
-        locked = Webhook.objects.select_for_update().get(pk=webhook.pk)
-        now = timezone.now()
-        if grace_seconds:
-            locked.previous_secret_encrypted = locked.secret_encrypted
-            locked.previous_secret_expires_at = now + datetime.timedelta(seconds=grace_seconds)
-        else:
-            locked.previous_secret_encrypted = ""
-            locked.previous_secret_expires_at = None
-        secret = new_secret()
-        locked.set_secret(secret)
-        locked.rotated_at = now
-        locked.save(
-            update_fields=[
-                "secret_encrypted", "previous_secret_encrypted", "previous_secret_expires_at",
-                "rotated_at", "updated_at",
-            ]
-        )  # fmt: skip
-    return locked, secret
+    return rotate_secret(webhook, overlap_seconds=grace_seconds, new_secret=new_secret)
 
 
 def webhook_update(

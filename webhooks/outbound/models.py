@@ -3,7 +3,8 @@ attempts of a delivery (README "Outbound webhooks").
 
 Re-exported by :mod:`webhooks.models` (the app's models module, which Django loads). A
 subscription's secret is stored only as a Fernet token (:mod:`core.crypto`) and shown once, when
-it is made (create, rotate); during a rotation's overlap the previous secret signs too.
+it is made (create, rotate); during a rotation's overlap the previous secret signs too
+(:mod:`webhooks.secrets`, shared with inbound webhooks).
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.utils import timezone
 
-from core import crypto
 from core.models import AgencyOwnedModel
+from webhooks.secrets import RotatingSecretModel
 
 
-class Subscription(AgencyOwnedModel):
+class Subscription(RotatingSecretModel):
     """Where an agency wants some of its events POSTed, signed (Standard Webhooks)."""
 
     name = models.CharField(max_length=200)
@@ -31,12 +31,6 @@ class Subscription(AgencyOwnedModel):
     is_active = models.BooleanField(
         "active", default=True, help_text="An inactive subscription is sent nothing."
     )
-    secret_encrypted = crypto.EncryptedTextField(editable=False)
-    previous_secret_encrypted = crypto.EncryptedTextField(blank=True, editable=False)
-    previous_secret_expires_at = models.DateTimeField(
-        "previous secret signs until", null=True, blank=True, editable=False
-    )
-    rotated_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Failed attempts in a row, over all its deliveries (a success resets it): at
     # AGENTDESK_OUTBOUND_WEBHOOK_DISABLE_AFTER the subscription is disabled.
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
@@ -65,21 +59,6 @@ class Subscription(AgencyOwnedModel):
 
     def __str__(self) -> str:
         return self.name
-
-    def set_secret(self, secret: str) -> None:
-        self.secret_encrypted = crypto.encrypt(secret)
-
-    def signing_secrets(self) -> list[str]:
-        """The secrets a delivery is signed with now: the current one, and the previous one
-        during a rotation's overlap."""
-        found = [crypto.decrypt(self.secret_encrypted)]
-        if (
-            self.previous_secret_encrypted
-            and self.previous_secret_expires_at is not None
-            and self.previous_secret_expires_at > timezone.now()
-        ):
-            found.append(crypto.decrypt(self.previous_secret_encrypted))
-        return found
 
 
 class DeliveryStatus(models.TextChoices):

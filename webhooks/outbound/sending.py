@@ -93,7 +93,7 @@ def _post(subscription: Subscription, delivery: Delivery) -> Outcome:
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         **signing.headers(
-            secrets=subscription.signing_secrets(),
+            secrets=subscription.valid_secrets(),
             message_id=delivery.message_id,
             timestamp=int(time.time()),
             body=body,

@@ -6,14 +6,12 @@ Every writer's precondition: in the subscription's agency context.
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from ipaddress import ip_network
 
 import httpx
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from core.exceptions import ApplicationError
 from tools.net import FetchError, IPNetwork, pin_url, system_resolver
@@ -21,6 +19,7 @@ from webhooks.outbound import signing
 from webhooks.outbound.events import BadEventTypes, clean_event_types
 from webhooks.outbound.listener import send_deliver_on_commit
 from webhooks.outbound.models import Delivery, Subscription
+from webhooks.secrets import rotate_secret
 
 MAX_NAME = 200
 MAX_URL = 2000
@@ -163,25 +162,9 @@ def subscription_rotate(
         overlap_seconds = settings.AGENTDESK_OUTBOUND_WEBHOOK_ROTATION_OVERLAP_SECONDS
     if not 0 <= overlap_seconds <= MAX_OVERLAP_SECONDS:
         raise _invalid("overlap_seconds", f"Between 0 and {MAX_OVERLAP_SECONDS} seconds (7 days).")
-    with transaction.atomic():
-        locked = Subscription.objects.select_for_update().get(pk=subscription.pk)
-        now = timezone.now()
-        if overlap_seconds:
-            locked.previous_secret_encrypted = locked.secret_encrypted
-            locked.previous_secret_expires_at = now + datetime.timedelta(seconds=overlap_seconds)
-        else:
-            locked.previous_secret_encrypted = ""
-            locked.previous_secret_expires_at = None
-        secret = signing.new_secret()
-        locked.set_secret(secret)
-        locked.rotated_at = now
-        locked.save(
-            update_fields=[
-                "secret_encrypted", "previous_secret_encrypted", "previous_secret_expires_at",
-                "rotated_at", "updated_at",
-            ]
-        )  # fmt: skip
-    return locked, secret
+    return rotate_secret(
+        subscription, overlap_seconds=overlap_seconds, new_secret=signing.new_secret
+    )
 
 
 def subscription_delete(*, subscription: Subscription) -> None:
