@@ -28,6 +28,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connections, transaction
 
+from agents.inputs import input_error
 from agents.models import (
     INPUT_MAX_CHARS,
     TERMINAL_STATUSES,
@@ -159,13 +160,20 @@ def exposed_agent(*, role: str | None, name: str) -> ExposedAgent | None:
 
 
 def run_start(
-    *, agent: Agent, input: str, data: dict[str, Any] | None = None, via: str
+    *,
+    agent: Agent,
+    input: str,
+    data: dict[str, Any] | None = None,
+    via: str,
+    platform_data: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """Start a manual run of ``agent`` with ``input`` (its instruction) and ``data`` (its trigger
-    data), as the API's ``execute`` does; ``via`` (``"mcp"``, ``"a2a"``) is kept in the trigger
-    data as ``_via``. Raises :class:`RunNotStarted` for an input too long or a skipped start (the
-    agent inactive or over its run limits: the skip is logged). Precondition: agency context;
-    the run is delivered to a worker when that transaction commits."""
+    data, checked against the agent's declared inputs, :mod:`agents.inputs`), as the API's
+    ``execute`` does; ``via`` (``"mcp"``, ``"a2a"``) is kept in the trigger data as ``_via``,
+    beside ``platform_data`` (``_`` names, not the caller's). Raises :class:`RunNotStarted` for
+    invalid input or data or a skipped start (the agent inactive or over its run limits: the
+    skip is logged). Precondition: agency context; the run is delivered to a worker when that
+    transaction commits."""
     if not isinstance(input, str):
         raise RunNotStarted("invalid_input", "The input must be a string.")
     if len(input) > INPUT_MAX_CHARS:
@@ -174,12 +182,17 @@ def run_start(
         )
     if data is not None and not isinstance(data, dict):
         raise RunNotStarted("invalid_input", "The data must be an object.")
+    problem = input_error(agent.input_schema, data or {})
+    if problem is not None:
+        raise RunNotStarted(
+            "invalid_input", f"The data does not match the agent's inputs: {problem}"
+        )
     with transaction.atomic():
         execution = execution_create(
             agent=agent,
             trigger_type=TriggerType.MANUAL,
             input=input,
-            trigger_data={**(data or {}), "_via": via},
+            trigger_data={**(data or {}), **(platform_data or {}), "_via": via},
         )
     if execution is None:
         log = skipped_trigger(agent)

@@ -4,7 +4,7 @@ trigger payload (seed 004: webhooks as a perception source).
 The secret is stored only as a Fernet token (:mod:`core.crypto`, like LLM provider keys) and shown
 once, when it is made (create, rotate). A rotation keeps the previous secret valid until
 ``previous_secret_expires_at`` (the grace period), so that a sender can switch without losing
-deliveries (:mod:`webhooks.secrets`, shared with outbound subscriptions). Every delivery a
+deliveries (:mod:`webhooks.rotation`, shared with outbound subscriptions). Every delivery a
 sender names with an id is recorded once per webhook (:class:`WebhookDelivery`, a unique
 constraint): the same id again starts nothing.
 """
@@ -17,7 +17,7 @@ from django.db import models
 from agents.models import Agent, Execution
 from core.models import AgencyOwnedModel
 from core.tokens import readable_secret
-from webhooks.secrets import RotatingSecretModel
+from webhooks.rotation import RotatingSecretModel
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
 

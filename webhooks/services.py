@@ -11,7 +11,7 @@ import uuid
 from agents.models import Agent
 from core.exceptions import ApplicationError
 from webhooks.models import Webhook, new_secret
-from webhooks.secrets import rotate_secret
+from webhooks.rotation import rotate_secret
 
 DEFAULT_GRACE_SECONDS = 24 * 3600
 MAX_GRACE_SECONDS = 7 * 24 * 3600

@@ -77,7 +77,7 @@ FIELDSETS: _FieldsetSpec = [
         },
     ),
     (
-        "Triggers & schedule",
+        "Triggers & inputs",
         {
             "classes": TAB,
             "fields": [
@@ -85,6 +85,7 @@ FIELDSETS: _FieldsetSpec = [
                 "trigger_schedule",
                 "schedule_display",
                 "trigger_conditions",
+                "input_schema",
             ],
         },
     ),

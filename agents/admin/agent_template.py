@@ -80,7 +80,17 @@ class AgentTemplateAdmin(SharedRowsAdmin):
                 ]
             },
         ),
-        ("Triggers", {"fields": ["trigger_events", "trigger_schedule", "trigger_conditions"]}),
+        (
+            "Triggers & inputs",
+            {
+                "fields": [
+                    "trigger_events",
+                    "trigger_schedule",
+                    "trigger_conditions",
+                    "input_schema",
+                ]
+            },
+        ),
         (
             "Memory",
             {

@@ -80,11 +80,16 @@ class JSONObjectField(JSONListField):
 
 
 # The configuration's JSON lists (the model's help texts say what goes in them).
-JSON_LISTS = {"constraints": JSONListField, "examples": JSONListField}
+JSON_LISTS = {
+    "constraints": JSONListField,
+    "examples": JSONListField,
+    "input_schema": JSONObjectField,
+}
 
 
 CHECKED_FIELDS = (
     "allowed_tools", "denied_tools", "trigger_schedule", "trigger_events", "trigger_conditions",
+    "input_schema",
 )  # fmt: skip
 
 

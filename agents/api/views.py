@@ -16,6 +16,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import generics, mixins, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -28,6 +29,7 @@ from agents.api.serializers.executions import (
     ExecutionSerializer,
 )
 from agents.api.serializers.versions import AgentVersionDetailSerializer, AgentVersionSerializer
+from agents.inputs import input_error
 from agents.models import Agent, AgentVersion, Execution, TriggerType
 from agents.services import (
     agent_activate,
@@ -42,7 +44,7 @@ from agents.services import (
 from agents.services.versions import access_agent_version, agent_versions
 from core.api import idempotency
 from core.api.base import TenantScopedView, TenantViewSet, parse_id
-from core.api.exceptions import error_body
+from core.api.exceptions import RULE, error_body
 from core.api.fields import ErrorSerializer
 from core.selectors import access_object
 
@@ -135,6 +137,9 @@ class AgentViewSet(
         key = idempotency.idempotency_key_from(request.headers)
         body = ExecuteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        problem = input_error(agent.input_schema, body.validated_data["trigger_data"])
+        if problem is not None:  # the agent's declared inputs (agents/inputs.py)
+            raise ValidationError({"trigger_data": [problem]}, code=RULE)
 
         def start() -> tuple[int, Any]:
             execution = execution_create(

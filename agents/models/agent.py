@@ -50,6 +50,15 @@ class AgentConfig(models.Model):
     system_prompt = models.TextField()
     constraints = models.JSONField(default=list, blank=True)  # things the agent must NOT do
     examples = models.JSONField(default=list, blank=True)  # few-shot examples
+    input_schema = models.JSONField(
+        "declared inputs",
+        default=dict,
+        blank=True,
+        help_text="What a manual run takes (API, MCP tool, A2A), as a JSON Schema of an object: "
+        '{"type": "object", "properties": {"client": {"type": "string"}}, "required": '
+        '["client"]}. Callers see it, a run whose data does not match is refused. {}: none '
+        "declared (an instruction and any data).",
+    )
 
     trigger_events = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     trigger_schedule = models.CharField(max_length=100, blank=True)  # a cron expression

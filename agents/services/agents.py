@@ -13,6 +13,7 @@ from django.forms.models import model_to_dict
 from django.http import Http404
 from django.utils.text import slugify
 
+from agents.inputs import InvalidInputSchema, validate_input_schema
 from agents.models import (
     VERSIONED_FIELDS,
     Agent,
@@ -47,7 +48,8 @@ EDITABLE_FIELDS = frozenset(
 
 def validate_agent_fields(fields: dict[str, Any]) -> None:
     """Checks a database constraint cannot express well: wildcard patterns, cron syntax, event
-    types and the shape of trigger conditions (agents.triggers)."""
+    types, the shape of trigger conditions (agents.triggers) and declared inputs
+    (agents.inputs)."""
     errors: dict[str, list[str]] = {}
     for name in ("allowed_tools", "denied_tools"):
         try:
@@ -68,6 +70,11 @@ def validate_agent_fields(fields: dict[str, Any]) -> None:
             validate_conditions(fields["trigger_conditions"])
         except InvalidConditions as exc:
             errors["trigger_conditions"] = exc.messages
+    if "input_schema" in fields:
+        try:
+            validate_input_schema(fields["input_schema"])
+        except InvalidInputSchema as exc:
+            errors["input_schema"] = exc.messages
     if errors:
         raise ApplicationError("invalid", "The agent configuration is invalid.", fields=errors)
 

@@ -8,6 +8,7 @@ from typing import Any
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
+    AgentExtension,
     AgentInterface,
     AgentProvider,
     AgentSkill,
@@ -17,10 +18,13 @@ from a2a.types.a2a_pb2 import (
     StringList,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
+from google.protobuf.struct_pb2 import Struct
 
 from protocols.runs import ExposedAgent
 
 SECURITY_SCHEME = "agentdeskApiKey"
+# The agent's declared inputs (agents/inputs.py), for clients: what a message's data part holds.
+INPUTS_EXTENSION = "https://agentdesk.dev/a2a/extensions/declared-inputs/v1"
 TEXT = "text/plain"
 JSON = "application/json"
 
@@ -33,6 +37,24 @@ def _examples(examples: Any) -> list[str]:
         if isinstance(text, str) and text.strip():
             found.append(text.strip()[:500])
     return found[:5]
+
+
+def _inputs_extension(schema: dict[str, Any]) -> list[AgentExtension]:
+    """The declared inputs as an extension of the card: its ``params.schema`` is the JSON Schema
+    a message's data part must match; required when some input is."""
+    if not schema:
+        return []
+    params = Struct()
+    params.update({"schema": schema})
+    return [
+        AgentExtension(
+            uri=INPUTS_EXTENSION,
+            description="The data part of a message (a JSON object) must match params.schema "
+            "(JSON Schema 2020-12); a text part, optional then, adds an instruction.",
+            required=bool(schema.get("required")),
+            params=params,
+        )
+    ]
 
 
 def agent_card(*, exposed: ExposedAgent, endpoint_url: str, provider_url: str) -> AgentCard:
@@ -52,7 +74,11 @@ def agent_card(*, exposed: ExposedAgent, endpoint_url: str, provider_url: str) -
             )
             for version in (PROTOCOL_VERSION_1_0, PROTOCOL_VERSION_0_3)
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(
+            streaming=True,
+            push_notifications=False,
+            extensions=_inputs_extension(agent.input_schema),
+        ),
         security_schemes={
             SECURITY_SCHEME: SecurityScheme(
                 http_auth_security_scheme=HTTPAuthSecurityScheme(

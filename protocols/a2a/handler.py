@@ -99,7 +99,8 @@ def _history_length(params: SendMessageRequest | GetTaskRequest) -> int | None:
 
 def _input_of(message: Message) -> tuple[str, dict[str, Any]]:
     """The run's instruction (the message's text parts) and trigger data (its data parts, which
-    must be objects); a file part is refused, as is a message without text."""
+    must be objects: the agent's declared inputs, when it has some); a file part is refused, as
+    is a message with neither text nor data."""
     texts: list[str] = []
     data: dict[str, Any] = {}
     for part in message.parts:
@@ -116,16 +117,15 @@ def _input_of(message: Message) -> tuple[str, dict[str, Any]]:
                 message="Only text and data parts are accepted (no files)."
             )
     text = "\n\n".join(t for t in texts if t.strip())
-    if not text:
-        raise InvalidParamsError(message="The message has no text part: say what to do.")
+    if not text and not data:
+        raise InvalidParamsError(message="The message has no text or data part: say what to do.")
     return text, data
 
 
 def _start(*, agent_id: uuid.UUID, text: str, data: dict[str, Any], context_id: str) -> TaskRow:
     agent = Agent.objects.get(pk=agent_id)
-    if context_id:
-        data = {**data, CONTEXT_KEY: context_id}
-    outcome = run_start(agent=agent, input=text, data=data, via="a2a")
+    context = {CONTEXT_KEY: context_id} if context_id else None
+    outcome = run_start(agent=agent, input=text, data=data, via="a2a", platform_data=context)
     row = task_row(agent_id=agent_id, task_id=str(outcome.execution_id))
     assert row is not None  # just created, in this transaction
     return row

@@ -11,6 +11,7 @@ running: the client reads ``agentdesk://executions/{id}`` later.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -46,9 +47,34 @@ def _limit() -> float:
     return float(settings.AGENTDESK_MCP_WAIT_SECONDS)
 
 
-def input_schema() -> dict[str, Any]:
-    """Every agent's arguments: the API's manual run (``POST /agents/{id}/execute/``) and how
-    long to wait for its result."""
+def _wait_property() -> dict[str, Any]:
+    return {
+        "type": "number",
+        "minimum": 0,
+        "description": (
+            "How long to wait for the result before answering with the run's id and "
+            f"status (at most {_limit():g} s; default: that limit)."
+        ),
+    }
+
+
+def input_schema(declared: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A tool's arguments: the agent's declared inputs (:mod:`agents.inputs`) with an optional
+    instruction beside them; for an agent that declares none, the API's manual run
+    (``POST /agents/{id}/execute/``: an instruction and any data). Both with how long to wait
+    for the result (``wait_seconds``)."""
+    if declared:
+        schema = copy.deepcopy(declared)
+        schema["properties"] = {
+            **schema["properties"],
+            "input": {
+                "type": "string",
+                "maxLength": INPUT_MAX_CHARS,
+                "description": "Optional: anything the agent should know beyond these inputs.",
+            },
+            "wait_seconds": _wait_property(),
+        }
+        return schema
     return {
         "type": "object",
         "properties": {
@@ -61,18 +87,22 @@ def input_schema() -> dict[str, Any]:
                 "type": "object",
                 "description": "Optional trigger data the run can read (any JSON object).",
             },
-            "wait_seconds": {
-                "type": "number",
-                "minimum": 0,
-                "description": (
-                    "How long to wait for the result before answering with the run's id and "
-                    f"status (at most {_limit():g} s; default: that limit)."
-                ),
-            },
+            "wait_seconds": _wait_property(),
         },
         "required": ["input"],
         "additionalProperties": False,
     }
+
+
+def run_arguments(
+    declared: dict[str, Any] | None, arguments: dict[str, Any]
+) -> tuple[str, dict[str, Any] | None]:
+    """A tool call's arguments as the run's instruction and trigger data: the declared inputs
+    are the data; without them, the ``data`` argument is."""
+    if declared:
+        data = {k: v for k, v in arguments.items() if k not in ("input", "wait_seconds")}
+        return arguments.get("input", ""), data
+    return arguments["input"], arguments.get("data")
 
 
 def _tool(exposed: runs.ExposedAgent) -> types.Tool:
@@ -80,7 +110,7 @@ def _tool(exposed: runs.ExposedAgent) -> types.Tool:
         name=exposed.name,
         title=exposed.agent.name,
         description=exposed.description,
-        input_schema=input_schema(),
+        input_schema=input_schema(exposed.agent.input_schema),
         annotations=types.ToolAnnotations(
             title=exposed.agent.name, read_only_hint=False, open_world_hint=True
         ),
@@ -99,10 +129,10 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
-def _arguments_error(arguments: dict[str, Any]) -> str | None:
+def _arguments_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """What is wrong with the arguments, for the client (the first error), or ``None``."""
     error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(input_schema()).iter_errors(arguments)
+        jsonschema.Draft202012Validator(schema).iter_errors(arguments)
     )
     if error is None:
         return None
@@ -115,13 +145,13 @@ def _start(caller: Caller, name: str, arguments: dict[str, Any]) -> runs.RunOutc
     exposed = runs.exposed_agent(role=caller.role, name=name)
     if exposed is None:
         return f"Unknown tool {name!r}: no agent of this name that this API key may run."
+    declared = exposed.agent.input_schema
+    problem = _arguments_error(input_schema(declared), arguments)
+    if problem is not None:
+        return problem
+    text, data = run_arguments(declared, arguments)
     try:
-        return runs.run_start(
-            agent=exposed.agent,
-            input=arguments["input"],
-            data=arguments.get("data"),
-            via="mcp",
-        )
+        return runs.run_start(agent=exposed.agent, input=text, data=data, via="mcp")
     except runs.RunNotStarted as exc:
         return f"{exc.code}: {exc.message}"
 
@@ -174,9 +204,6 @@ async def call_tool(
 ) -> types.CallToolResult:
     caller = _caller(ctx)
     arguments = params.arguments or {}
-    problem = _arguments_error(arguments)
-    if problem is not None:
-        return _error(problem)
     started = await runs.in_agency(caller.agency_id, _start, caller, params.name, arguments)
     if isinstance(started, str):
         return _error(started)

@@ -31,7 +31,7 @@ TABS = [
     "Identity & prompt",
     "Model",
     "Tools & policies",
-    "Triggers & schedule",
+    "Triggers & inputs",
     "Limits & budget",
     "People in the loop",
     "Memory",
@@ -112,7 +112,7 @@ def test_a_form_error_opens_the_tab_it_is_on(client: Client, site: Site) -> None
     response = client.post(admin_url(Agent, "add"), agent_form(site, trigger_schedule="61 * * * *"))
     page = response.content.decode()
     assert response.status_code == 200
-    assert "activeFieldsetTab: 'triggers-schedule'" in page
+    assert "activeFieldsetTab: 'triggers-inputs'" in page
     assert "Invalid cron expression" in page
     assert agent_count(site.agency) == 0
 

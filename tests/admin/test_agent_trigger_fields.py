@@ -33,6 +33,11 @@ def client(staff: User, login: Callable[[User], Client]) -> Client:
         ({"trigger_conditions": '{"source": {"is": "web"}}'}, "use a dotted key"),
         ({"trigger_conditions": '["web"]'}, "Must be a JSON object"),
         ({"trigger_conditions": '{"source": []}'}, "never matches"),
+        ({"input_schema": '{"type": "object"}'}, 'Name the inputs under "properties".'),
+        (
+            {"input_schema": '{"type": "object", "properties": {"_via": {}}}'},
+            "names starting with _ are the platform's",
+        ),
     ],
 )
 def test_triggers_that_could_never_fire_are_form_errors(
@@ -62,3 +67,13 @@ def test_valid_conditions_are_saved_and_the_format_is_explained(client: Client, 
         agent = Agent.objects.get(site=site)
     assert agent.trigger_conditions == conditions
     assert agent.trigger_events == ["crm.contact.created", "form.submitted"]
+
+
+def test_declared_inputs_are_saved_from_the_agent_page(client: Client, site: Site) -> None:
+    inputs = {"type": "object", "properties": {"client": {"type": "string"}}}
+    response = client.post(
+        admin_url(Agent, "add"), agent_form(site, input_schema=json.dumps(inputs))
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    with tenancy.agency_context(site.agency_id):
+        assert Agent.objects.get(site=site).input_schema == inputs

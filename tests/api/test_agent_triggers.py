@@ -28,6 +28,19 @@ BAD_TRIGGERS = [
     ({"trigger_events": ["CRM Contact Created"]}, "trigger_events", "not an event type", 400),
     ({"trigger_events": ["crm.contact.created", "auth*"]}, "trigger_events", "wildcard", 400),
     ({"trigger_schedule": "1,,2 * * * *"}, "trigger_schedule", "Invalid cron expression", 422),
+    ({"input_schema": {"type": "string"}}, "input_schema", '"type": "object"', 422),
+    (
+        {"input_schema": {"type": "object", "properties": {"input": {}}}},
+        "input_schema",
+        "'input' cannot be declared",
+        422,
+    ),
+    (
+        {"input_schema": {"type": "object", "properties": {"a": {"type": 5}}}},
+        "input_schema",
+        "Not a valid JSON Schema",
+        422,
+    ),
 ]
 
 

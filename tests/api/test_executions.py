@@ -197,3 +197,42 @@ def test_executions_are_listed_by_purpose_the_agents_runs_apart_from_its_experim
         assert listed(path, purpose="run") == {str(run.pk): "run"}
         assert listed(path, purpose="evaluation") == {str(rehearsal.pk): "evaluation"}
     assert "purpose" in fields_of(client.get(EXECUTIONS, {"purpose": "rehearsal"}))
+
+
+INPUTS = {
+    "type": "object",
+    "properties": {"client": {"type": "string"}, "year": {"type": "integer"}},
+    "required": ["client"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({}, "'client' is a required property"),
+        ({"client": "Ada", "year": "2025"}, "year: '2025' is not of type 'integer'"),
+        ({"client": "Ada", "vip": True}, "Additional properties are not allowed"),
+    ],
+)
+def test_execute_with_data_that_does_not_match_the_declared_inputs_starts_nothing(
+    tenant_a, as_role, data, message
+) -> None:
+    agent = AgentFactory.create(agency=tenant_a.agency, site=tenant_a.site, input_schema=INPUTS)
+    response = as_role(Role.STAFF).post(
+        f"/api/v1/agents/{agent.id}/execute/", {"trigger_data": data}, format="json"
+    )
+    errors = fields_of(response, 422)
+    assert any(message in m for m in errors["trigger_data"]), errors
+    assert count(Execution) == 0
+
+
+def test_execute_with_the_declared_inputs_starts_the_run_with_them(tenant_a, as_role) -> None:
+    agent = AgentFactory.create(agency=tenant_a.agency, site=tenant_a.site, input_schema=INPUTS)
+    response = as_role(Role.STAFF).post(
+        f"/api/v1/agents/{agent.id}/execute/",
+        {"trigger_data": {"client": "Ada", "year": 2025}},
+        format="json",
+    )
+    assert response.status_code == 202, response.json()
+    assert count(Execution, trigger_data={"client": "Ada", "year": 2025}) == 1

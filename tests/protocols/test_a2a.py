@@ -38,6 +38,7 @@ from core import tenancy
 from core.models import Role as MemberRole
 from devkit.fake_server import FakeProviderServer
 from devkit.fake_server.script import RecordedRequest, Step, by_turn, text_reply, tool_call_reply
+from protocols.a2a.cards import INPUTS_EXTENSION
 from tests.api.conftest import new_key
 from tests.processes import AsgiServer, Worker, wait_for
 
@@ -162,6 +163,57 @@ def test_the_card_names_the_agent_its_skill_endpoint_and_the_api_key_scheme(
     refused = httpx.get(f"{_base(server, agent.id)}{CARD}")
     assert refused.status_code == 401
     assert refused.json()["code"] == "not_authenticated"
+
+
+INPUTS = {
+    "type": "object",
+    "properties": {"client": {"type": "string"}, "year": {"type": "integer"}},
+    "required": ["client"],
+}
+
+
+def test_declared_inputs_are_on_the_card_and_a_data_part_must_match_them(
+    server: AsgiServer,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent("openai", input_schema=INPUTS)
+    fake_llm_server.set_responder(by_turn(text_reply("Ada renewed.")), key=agent.llm_model)
+    key = new_key(agent.agency)
+
+    card = _rpc_card(server, agent, key)
+    [extension] = card["capabilities"]["extensions"]
+    assert extension["uri"] == INPUTS_EXTENSION
+    assert extension["required"] is True  # an input is required
+    assert extension["params"]["schema"] == INPUTS
+
+    def send(*parts: dict[str, Any]) -> dict[str, Any]:
+        message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": list(parts)}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        return _rpc(server, agent.id, key, body).json()
+
+    refused = send({"text": "Renewals?"}, {"data": {"year": 2025}})["error"]
+    assert (refused["code"], refused["message"]) == (
+        -32602,  # invalid params
+        "The data does not match the agent's inputs: 'client' is a required property",
+    )
+    with tenancy.agency_context(agent.agency_id):
+        assert not Execution.objects.filter(agent=agent).exists()
+
+    # The data part alone is enough: the inputs are the run's data, its model sees them.
+    task = send({"data": {"client": "Ada", "year": 2025}})["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    execution = _status(task["id"], agent.agency_id)
+    assert execution.trigger_data == {"client": "Ada", "year": 2025, "_via": "a2a"}
+
+
+def _rpc_card(server: AsgiServer, agent: Agent, key: str) -> dict[str, Any]:
+    answer = httpx.get(
+        f"{_base(server, agent.id)}{CARD}", headers={"Authorization": f"Bearer {key}"}
+    )
+    assert answer.status_code == 200
+    return answer.json()
 
 
 def test_a_message_completes_with_the_runs_output_as_its_artefact(
@@ -376,10 +428,10 @@ def test_bad_requests_are_json_rpc_errors_and_start_nothing(
     assert _rpc(server, agent.id, key, "{not json").json()["error"]["code"] == -32700
     unknown = {"jsonrpc": "2.0", "id": 1, "method": "DoSomething", "params": {}}
     assert _rpc(server, agent.id, key, unknown).json()["error"]["code"] == -32601
-    no_text = send({"data": {"region": "north"}})
-    assert (no_text["code"], no_text["message"]) == (
+    nothing = send({"text": "  "})
+    assert (nothing["code"], nothing["message"]) == (
         -32602,
-        "The message has no text part: say what to do.",
+        "The message has no text or data part: say what to do.",
     )
     assert send({"text": "Summarise"}, {"data": [1, 2]})["code"] == -32602
     a_file = send({"text": "Read this"}, {"url": "https://example.com/a.pdf"})

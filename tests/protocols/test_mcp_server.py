@@ -222,6 +222,18 @@ def test_a_key_is_checked_on_every_request_and_a_reading_role_runs_nothing(
     assert _call(mcp_url, viewer, agent.slug, {"input": "Hi"}).is_error
 
 
+def _assert_refused(
+    url: str, key: str, agent: Agent, cases: dict[str, tuple[dict[str, Any], str]]
+) -> None:
+    """Each call of ``cases`` (arguments, the message expected) is that tool error; no run."""
+    for arguments, message in cases.values():
+        result = _call(url, key, agent.slug, arguments)
+        assert result.is_error
+        assert result.content[0].text == message
+    with tenancy.agency_context(agent.agency_id):
+        assert not Execution.objects.filter(agent=agent).exists()  # nothing started
+
+
 def test_bad_arguments_are_a_tool_error_that_says_what_is_wrong(mcp_url: str, agent: Agent) -> None:
     _, key = _key(agent)
     cases: dict[str, tuple[dict[str, Any], str]] = {
@@ -236,12 +248,7 @@ def test_bad_arguments_are_a_tool_error_that_says_what_is_wrong(mcp_url: str, ag
             "Invalid arguments: wait_seconds: -1 is less than the minimum of 0",
         ),
     }
-    for arguments, message in cases.values():
-        result = _call(mcp_url, key, agent.slug, arguments)
-        assert result.is_error
-        assert result.content[0].text == message
-    with tenancy.agency_context(agent.agency_id):
-        assert not Execution.objects.filter(agent=agent).exists()  # nothing started
+    _assert_refused(mcp_url, key, agent, cases)
 
 
 def test_a_call_waits_at_most_the_configured_time_then_answers_with_the_running_run(
@@ -268,3 +275,64 @@ def test_a_call_waits_at_most_the_configured_time_then_answers_with_the_running_
         assert _read(url, key, result.structured_content["resource"])["output"] == "Late."
     finally:
         server.stop()
+
+
+INPUTS = {
+    "type": "object",
+    "properties": {
+        "client": {"type": "string", "description": "The client's name."},
+        "year": {"type": "integer", "minimum": 2000},
+    },
+    "required": ["client"],
+    "additionalProperties": False,
+}
+
+
+def test_an_agent_that_declares_inputs_is_a_tool_taking_them_and_its_model_sees_them(
+    mcp_url: str,
+    make_agent: Callable[..., Agent],
+    fake_llm_server: FakeProviderServer,
+    celery_worker: Worker,
+) -> None:
+    agent = make_agent(input_schema=INPUTS)
+    fake_llm_server.set_responder(by_turn(text_reply("Ada renewed.")), key=agent.llm_model)
+    _, key = _key(agent)
+
+    (tool,) = _mcp(mcp_url, key, lambda c: c.list_tools()).tools
+
+    assert tool.input_schema["required"] == ["client"]
+    assert set(tool.input_schema["properties"]) == {"client", "year", "input", "wait_seconds"}
+    assert tool.input_schema["properties"]["client"]["description"] == "The client's name."
+    refused: dict[str, tuple[dict[str, Any], str]] = {
+        "missing": ({"year": 2025}, "Invalid arguments: 'client' is a required property"),
+        "type": (
+            {"client": "Ada", "year": "2025"},
+            "Invalid arguments: year: '2025' is not of type 'integer'",
+        ),
+        "unknown": (
+            {"client": "Ada", "data": {}},
+            "Invalid arguments: Additional properties are not allowed ('data' was unexpected)",
+        ),
+    }
+    _assert_refused(mcp_url, key, agent, refused)
+
+    result = _call(mcp_url, key, agent.slug, {"client": "Ada", "year": 2025})
+
+    assert not result.is_error, result.content
+    assert result.structured_content["status"] == "completed"
+    with tenancy.agency_context(agent.agency_id):
+        execution = Execution.objects.get(pk=result.structured_content["execution_id"])
+    assert (execution.input, execution.trigger_data) == (
+        "",
+        {"client": "Ada", "year": 2025, "_via": "mcp"},
+    )
+    # With an instruction beside them, the model is given both (the platform's _via is not).
+    result = _call(mcp_url, key, agent.slug, {"client": "Ada", "input": "Only renewals."})
+    assert not result.is_error, result.content
+    first_user = [
+        m["content"]
+        for r in fake_llm_server.requests_for(agent.llm_model)
+        for m in r.body["messages"]
+        if m["role"] == "user"
+    ][-1]
+    assert first_user == 'Only renewals.\n\nInputs:\n{\n "client": "Ada"\n}'

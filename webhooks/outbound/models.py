@@ -4,7 +4,7 @@ attempts of a delivery (README "Outbound webhooks").
 Re-exported by :mod:`webhooks.models` (the app's models module, which Django loads). A
 subscription's secret is stored only as a Fernet token (:mod:`core.crypto`) and shown once, when
 it is made (create, rotate); during a rotation's overlap the previous secret signs too
-(:mod:`webhooks.secrets`, shared with inbound webhooks).
+(:mod:`webhooks.rotation`, shared with inbound webhooks).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 from core.models import AgencyOwnedModel
-from webhooks.secrets import RotatingSecretModel
+from webhooks.rotation import RotatingSecretModel
 
 
 class Subscription(RotatingSecretModel):

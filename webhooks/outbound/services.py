@@ -19,7 +19,7 @@ from webhooks.outbound import signing
 from webhooks.outbound.events import BadEventTypes, clean_event_types
 from webhooks.outbound.listener import send_deliver_on_commit
 from webhooks.outbound.models import Delivery, Subscription
-from webhooks.secrets import rotate_secret
+from webhooks.rotation import rotate_secret
 
 MAX_NAME = 200
 MAX_URL = 2000

@@ -3,11 +3,13 @@ the API schema states for clients (event subscriptions, tool patterns, the conte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from rest_framework import serializers
 
+from agents.inputs import InvalidInputSchema, validate_input_schema
 from agents.models import (
     AGENT_STATS_FIELDS,
     Agent,
@@ -62,6 +64,7 @@ AGENT_WRITE_FIELDS = [
     "system_prompt",
     "constraints",
     "examples",
+    "input_schema",
     "trigger_events",
     "trigger_schedule",
     "trigger_conditions",
@@ -157,6 +160,19 @@ class AgentSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+def _by_rule(
+    check: Callable[[Any], None],
+    invalid: type[InvalidConditions] | type[InvalidInputSchema],
+    value: dict[str, Any],
+) -> dict[str, Any]:
+    """``value`` if ``check`` passes it, else a rule's field error (422) with its messages."""
+    try:
+        check(value)
+    except invalid as exc:
+        raise serializers.ValidationError(exc.messages, code=RULE) from None
+    return value
+
+
 class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     """Create (``site``, ``name``, ``agent_type`` and ``system_prompt`` required) or patch."""
 
@@ -173,6 +189,9 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     denied_tools = _names(100, ToolPatternField, validators=[validate_tool_patterns])
     constraints = JSONListField(required=False)
     examples = JSONListField(required=False)
+    input_schema = JSONObjectField(
+        required=False, help_text=Agent._meta.get_field("input_schema").help_text
+    )
     trigger_conditions = JSONObjectField(
         required=False,
         help_text='Conditions on the event payload, all of which must hold: {"key": value} '
@@ -218,9 +237,8 @@ class AgentWriteSerializer(StrictSerializerMixin, serializers.ModelSerializer):
             raise serializers.ValidationError(errors)
         return value
 
+    def validate_input_schema(self, value: dict[str, Any]) -> dict[str, Any]:
+        return _by_rule(validate_input_schema, InvalidInputSchema, value)
+
     def validate_trigger_conditions(self, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            validate_conditions(value)
-        except InvalidConditions as exc:
-            raise serializers.ValidationError(exc.messages, code=RULE) from None
-        return value
+        return _by_rule(validate_conditions, InvalidConditions, value)
