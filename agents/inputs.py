@@ -6,9 +6,9 @@ part), so that other systems know what to send and a run never starts on data it
 schema is an object schema (JSON Schema 2020-12) whose properties are the inputs, e.g.
 ``{"type": "object", "properties": {"client": {"type": "string"}}, "required": ["client"]}``.
 It is checked when saved (:func:`validate_input_schema`) and a manual run's data against it when
-the run is asked for (:func:`input_error`); the run's model sees the data beside its instruction
-(``Execution.first_user_message``). Event, schedule and webhook runs carry their own payloads and
-are not checked against it.
+the run is asked for (:func:`input_error`); the run's model is given the declared inputs of its
+data after its instruction (``agents.runtime.context``). Event, schedule and webhook runs carry
+their own payloads and are not checked against it.
 
 Names the protocols use next to the inputs (``input``, the instruction; ``wait_seconds``) and
 names starting with ``_`` (the platform's own trigger data, ``_via``) cannot be declared.
@@ -110,8 +110,3 @@ def input_error(schema: dict[str, Any] | None, data: dict[str, Any]) -> str | No
         return None
     where = "/".join(str(part) for part in error.absolute_path)
     return f"{where + ': ' if where else ''}{error.message}"
-
-
-def public_data(data: dict[str, Any] | None) -> dict[str, Any]:
-    """The caller's part of a run's trigger data: without the platform's ``_`` names."""
-    return {k: v for k, v in (data or {}).items() if not str(k).startswith("_")}

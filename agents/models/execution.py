@@ -9,7 +9,6 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
-from agents.inputs import public_data
 from agents.models.agent import Agent
 from core.models import AgencyOwnedModel, Event, Site
 
@@ -231,13 +230,9 @@ class Execution(AgencyOwnedModel):
         return self.purpose == ExecutionPurpose.EVALUATION
 
     def first_user_message(self) -> str:
-        """What the agent is asked: the run's input (with a manual run's data, the declared
-        inputs of agents/inputs.py, after it), else a description of its trigger."""
+        """What the agent is asked: the run's input, else a description of its trigger."""
         if self.input:
-            data = public_data(self.trigger_data) if self.trigger_type == TriggerType.MANUAL else {}
-            if not data:
-                return self.input
-            return f"{self.input}\n\nInputs:\n{json.dumps(data, default=str, indent=1)}"
+            return self.input
         trigger = {"trigger": self.trigger_type, "data": self.trigger_data}
         return "You were triggered with:\n" + json.dumps(trigger, default=str, indent=1)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from agents.llm import Message, MessageDict, ToolCall, ToolDefinition
-from agents.models import Agent, Execution, ExecutionStep, StepType
+from agents.models import Agent, Execution, ExecutionStep, StepType, TriggerType
 from tools.policy import ToolPolicy
 
 RESPONSE_GUIDELINES = (
@@ -45,6 +45,9 @@ class ConfigSnapshot(TypedDict):
     context_token_budget: NotRequired[int]
     # Issue 19: a delegated run's limits from the run that delegated to it (teams/runtime.py).
     delegation: NotRequired[dict[str, Any]]
+    # The agent's declared inputs' names (agents/inputs.py): a manual run's model is given those
+    # of its data after its instruction. Absent (runs started before, none declared): none.
+    inputs: NotRequired[list[str]]
 
 
 def build_system_prompt(
@@ -105,8 +108,19 @@ def initial_messages(snapshot: ConfigSnapshot, execution: Execution) -> list[Mes
     return [
         Message.system(snapshot["system_prompt"]),
         *earlier,
-        Message.user(execution.first_user_message()),
+        Message.user(_instruction(snapshot, execution)),
     ]
+
+
+def _instruction(snapshot: ConfigSnapshot, execution: Execution) -> str:
+    """The run's first user message, and a manual run's declared inputs after its instruction
+    (without one, the trigger's description already shows all its data)."""
+    text = execution.first_user_message()
+    data = execution.trigger_data if isinstance(execution.trigger_data, dict) else {}
+    given = {name: data[name] for name in snapshot.get("inputs") or () if name in data}
+    if not (given and execution.input and execution.trigger_type == TriggerType.MANUAL):
+        return text
+    return f"{text}\n\nInputs:\n{json.dumps(given, default=str, indent=1)}"
 
 
 def think_payload(message: Message, **extra: Any) -> dict[str, Any]:

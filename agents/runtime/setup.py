@@ -126,6 +126,8 @@ def build_snapshot(agent: Agent, execution: Execution) -> ConfigSnapshot:
         "episodes": setup.episodes,
         "context_token_budget": agent.context_token_budget,
     }
+    if agent.input_schema:
+        snapshot["inputs"] = list(agent.input_schema.get("properties") or {})
     if setup.conversation_key is not None:
         snapshot["conversation_key"] = setup.conversation_key
     if setup.conversation:

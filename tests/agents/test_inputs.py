@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from agents.inputs import InvalidInputSchema, input_error, public_data, validate_input_schema
+from agents.inputs import InvalidInputSchema, input_error, validate_input_schema
 from agents.models import Execution, TriggerType
+from agents.runtime.context import initial_messages
 
 CLIENT = {
     "type": "object",
@@ -69,16 +70,15 @@ def test_data_is_checked_against_the_declared_inputs() -> None:
     assert input_error(CLIENT, {"client": 5}) == "client: 5 is not of type 'string'"
 
 
-def test_a_manual_runs_model_is_given_its_data_beside_its_instruction() -> None:
-    data = {"client": "Ada", "_via": "mcp"}
-    assert public_data(data) == {"client": "Ada"}
-    run = Execution(trigger_type=TriggerType.MANUAL, input="Renewals?", trigger_data=data)
-    assert run.first_user_message() == 'Renewals?\n\nInputs:\n{\n "client": "Ada"\n}'
-    only_platform = Execution(
-        trigger_type=TriggerType.MANUAL, input="Hi", trigger_data={"_via": "a2a"}
-    )
-    assert only_platform.first_user_message() == "Hi"
-    event = Execution(trigger_type=TriggerType.EVENT, input="Hi", trigger_data={"event_id": 1})
-    assert event.first_user_message() == "Hi"
-    no_instruction = Execution(trigger_type=TriggerType.MANUAL, input="", trigger_data=data)
-    assert no_instruction.first_user_message().startswith("You were triggered with:")
+def test_a_manual_runs_model_is_given_its_declared_inputs_after_its_instruction() -> None:
+    snapshot: Any = {"system_prompt": "You help.", "inputs": ["client", "year"]}
+    data = {"client": "Ada", "session_id": "s-1", "_via": "mcp"}
+
+    def first(trigger_type: str, text: str, inputs: Any = snapshot) -> str:
+        run = Execution(trigger_type=trigger_type, input=text, trigger_data=data)
+        return initial_messages(inputs, run)[-1].content
+
+    assert first(TriggerType.MANUAL, "Renewals?") == 'Renewals?\n\nInputs:\n{\n "client": "Ada"\n}'
+    assert first(TriggerType.MANUAL, "Hi", {"system_prompt": "-"}) == "Hi"  # none declared
+    assert first(TriggerType.EVENT, "Hi") == "Hi"
+    assert first(TriggerType.MANUAL, "").startswith("You were triggered with:")  # all its data

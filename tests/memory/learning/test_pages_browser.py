@@ -59,6 +59,9 @@ def test_the_quality_panels_render_on_desktop_and_phone(
         expect(panel.locator('[data-learning="mark-good"]')).to_be_visible()
         panel.scroll_into_view_if_needed()
         screenshot(page, f"learning-run-{name}", full_page=False)
+        # The signals' table fits its panel: on a phone each signal is a block of lines.
+        table = panel.locator(".learning-table")
+        assert table.evaluate("t => t.parentElement.scrollWidth <= t.parentElement.clientWidth")
         assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate(
             "window.innerWidth"
         )
