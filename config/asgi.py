@@ -21,6 +21,12 @@ from core.asgi import ASGIHandler, IsolatedContext  # noqa: E402 - after setup (
 
 django_asgi_app = ASGIHandler()
 
+from django.urls import get_resolver  # noqa: E402
+
+# The URLs, and with them the admin's modules (config/urls.py), before the first request or
+# socket: its pages' panels are registered there, and no request waits for them.
+get_resolver().urlconf_module  # noqa: B018 - loaded for its side effect
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 

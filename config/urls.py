@@ -12,6 +12,10 @@ handler403 = "core.error_pages.permission_denied"
 handler404 = "core.error_pages.page_not_found"
 handler500 = "core.error_pages.server_error"
 
+# The apps' admin modules, registered here rather than at start-up (SimpleAdminConfig,
+# config/settings/base.py): only a process that serves pages needs them.
+admin.autodiscover()
+
 urlpatterns = [
     path("", site_root, name="site-root"),  # "View site": the staff home (the admin index)
     path("healthz", healthz, name="healthz"),

@@ -4,8 +4,12 @@ created by the owner role and migrated as the owner, and tests running as the ru
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -47,7 +51,69 @@ def _drop_stale_test_databases(conn: psycopg.Connection[Any]) -> None:
                 )
 
 
+TEMPLATE_PREFIX = "agentdesk_tpl_"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _template_name() -> str:
+    """The migrated template's name: a digest of what makes the schema (every migration, the
+    migrate command and its grants, the roles), so that a change to any of them builds anew."""
+    digest = hashlib.sha256()
+    files = sorted(ROOT.glob("*/migrations/*.py")) + sorted(ROOT.glob("*/*/migrations/*.py"))
+    files += [
+        ROOT / "core" / "management" / "commands" / "migrate.py",
+        ROOT / "core" / "db_roles.py",
+    ]
+    for path in files:
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    for alias in ("owner", "default"):
+        digest.update(settings.DATABASES[alias]["USER"].encode())
+    return TEMPLATE_PREFIX + digest.hexdigest()[:16]
+
+
+def _is_template(conn: psycopg.Connection[Any], name: str) -> bool | None:
+    """``None``: no such database; ``False``: one left half-built by a run that died."""
+    row = conn.execute(
+        "SELECT datistemplate FROM pg_database WHERE datname = %s", [name]
+    ).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def _drop(conn: psycopg.Connection[Any], name: str) -> None:
+    if _is_template(conn, name):
+        conn.execute(sql.SQL("ALTER DATABASE {} IS_TEMPLATE false").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _build_template(conn: psycopg.Connection[Any], name: str, owner: str) -> None:
+    """Migrate a new database ``name`` in a process of its own (which leaves no connection to
+    it, as cloning needs) and mark it a template; templates of other schemas are dropped."""
+    stale = conn.execute(
+        "SELECT datname FROM pg_database WHERE datname LIKE %s", [TEMPLATE_PREFIX + "%"]
+    ).fetchall()
+    for (other,) in stale:
+        with contextlib.suppress(psycopg.Error):  # in use by another run's clone: next time
+            _drop(conn, other)
+    conn.execute(
+        sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(owner))
+    )
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "AGENTDESK_TEST_DB": name,
+        "AGENTDESK_TEST_DB_WORKER": os.environ.get("PYTEST_XDIST_WORKER", ""),
+        "PROMETHEUS_MULTIPROC_DIR": settings.PROMETHEUS_MULTIPROC_DIR,
+    }
+    migrate = [sys.executable, "manage.py", "migrate", "--no-input", "--verbosity", "0"]
+    subprocess.run(migrate, cwd=ROOT, env=environment, check=True)  # as the owner, then grants
+    conn.execute(sql.SQL("ALTER DATABASE {} IS_TEMPLATE true").format(sql.Identifier(name)))
+
+
 def _create_test_database() -> None:
+    """This run's database, a copy of the migrated template (built by the first run or
+    pytest-xdist worker that finds none for the current migrations; the others wait for it):
+    migrating takes some 20 s of CPU, a copy well under one."""
     owner = settings.DATABASES["owner"]
     name = owner["NAME"]
     urls = service_urls()
@@ -70,9 +136,13 @@ def _create_test_database() -> None:
         lock.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
+        template = _template_name()
+        if not _is_template(lock, template):
+            _drop(lock, template)
+            _build_template(lock, template, owner["USER"])
         lock.execute(
-            sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                sql.Identifier(name), sql.Identifier(owner["USER"])
+            sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
+                sql.Identifier(name), sql.Identifier(template), sql.Identifier(owner["USER"])
             )
         )
 
@@ -106,11 +176,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The apps' admin modules, as a web process has them from its start (config/asgi.py),
+    before collection (tests are parametrized over the admin's registry) and whatever URL a
+    test resolves first. Processes the tests start load them as they would in production."""
+    import django
+    from django.contrib import admin
+
+    django.setup()  # done already by pytest-django: a no-op then
+    admin.autodiscover()
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_blocker: Any) -> None:
     with django_db_blocker.unblock():
-        _create_test_database()
-        call_command("migrate", interactive=False, verbosity=0)  # as the owner, then grants
+        _create_test_database()  # migrated: a copy of the template
+        # The system checks, as Django's test runner runs them once the databases exist: they
+        # also learn each connection's server version (a generated field's check asks), which
+        # a test would otherwise be refused (celery runs the checks again when it first
+        # imports the task modules, from inside a test).
+        call_command("check", verbosity=0)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -194,6 +194,11 @@ def test_another_agencys_memories_never_appear_even_with_raw_sql() -> None:
                 " FROM pg_roles WHERE rolname = current_user"
             )
             user, superuser, bypass = cursor.fetchone()
+            # Exact, not through the HNSW index: an index scan's candidates are the nearest of
+            # every agency's rows, which row-level security then filters, and with many
+            # agencies' memories in the test database it can return fewer of mine (the
+            # product's search rescans, memory/search/nearest.py; this raw query would not).
+            cursor.execute("SET LOCAL enable_indexscan = off")
             cursor.execute(
                 "SELECT content FROM memory_memory ORDER BY embedding <=> %s::vector LIMIT 50",
                 [literal],
