@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 import jsonschema
-from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.exceptions import SchemaError, ValidationError, best_match
 
 RESERVED_NAMES = frozenset({"input", "wait_seconds"})
 MAX_SCHEMA_CHARS = 20_000
@@ -91,10 +91,20 @@ def validate_input_schema(schema: Any) -> None:
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
-        where = "/".join(str(part) for part in exc.absolute_path)
-        raise InvalidInputSchema(
-            [f"Not a valid JSON Schema: {where + ': ' if where else ''}{exc.message}"]
-        ) from None
+        raise InvalidInputSchema([f"Not a valid JSON Schema: {_located(exc)}"]) from None
+
+
+def _located(error: ValidationError | SchemaError) -> str:
+    """``where: message``, ``where`` the failing value's path joined by ``/`` (none at the top)."""
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"{where + ': ' if where else ''}{error.message}"
+
+
+def first_error(schema: dict[str, Any], instance: Any) -> str | None:
+    """The most relevant reason ``instance`` does not match ``schema`` (JSON Schema 2020-12),
+    located, for a caller to read; ``None`` when it matches."""
+    error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(instance))
+    return None if error is None else _located(error)
 
 
 def input_error(schema: dict[str, Any] | None, data: dict[str, Any]) -> str | None:
@@ -103,10 +113,6 @@ def input_error(schema: dict[str, Any] | None, data: dict[str, Any]) -> str | No
     if not schema:
         return None
     try:
-        error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+        return first_error(schema, data)
     except Exception as exc:  # a schema saved before a rule existed: say so, start nothing
         return f"The agent's input schema cannot be checked: {exc}"
-    if error is None:
-        return None
-    where = "/".join(str(part) for part in error.absolute_path)
-    return f"{where + ': ' if where else ''}{error.message}"

@@ -16,13 +16,13 @@ import json
 import re
 from typing import Any
 
-import jsonschema
 import mcp_types as types
 from django.conf import settings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from agents.inputs import RESERVED_NAMES, first_error
 from agents.models import INPUT_MAX_CHARS, Execution
 from protocols import runs
 from protocols.mcp.auth import Caller
@@ -100,7 +100,7 @@ def run_arguments(
     """A tool call's arguments as the run's instruction and trigger data: the declared inputs
     are the data; without them, the ``data`` argument is."""
     if declared:
-        data = {k: v for k, v in arguments.items() if k not in ("input", "wait_seconds")}
+        data = {k: v for k, v in arguments.items() if k not in RESERVED_NAMES}
         return arguments.get("input", ""), data
     return arguments["input"], arguments.get("data")
 
@@ -131,13 +131,8 @@ def _error(message: str) -> types.CallToolResult:
 
 def _arguments_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """What is wrong with the arguments, for the client (the first error), or ``None``."""
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(arguments)
-    )
-    if error is None:
-        return None
-    where = "/".join(str(part) for part in error.absolute_path)
-    return f"Invalid arguments: {where + ': ' if where else ''}{error.message}"
+    problem = first_error(schema, arguments)
+    return None if problem is None else f"Invalid arguments: {problem}"
 
 
 def _start(caller: Caller, name: str, arguments: dict[str, Any]) -> runs.RunOutcome | str:
